@@ -9,7 +9,7 @@ import type {
 import type { AwsClient, AwsCommand } from "../aws/client";
 import { GetItem, PutItem, UpdateItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";
-import { batchGetByPk, MAX_BATCH_GET_KEYS } from "./reads";
+import { batchGetItems } from "./reads";
 
 type Item = Record<string, AttributeValue>;
 
@@ -42,25 +42,45 @@ export class DynamoCustomerKeys implements CustomerKeyStore {
 
   async customer(subject: DataSubject): Promise<CustomerRecord | undefined> {
     const item = await this.get(customerKey(subject));
-    const pages = await this.pages(subject, item);
-    if (!item && pages.length === 0) return undefined;
-    const keyId = item?.key_id?.S;
-    const wrapped = item?.wrapped_key?.B;
-    const erasedAt = item?.erased_at?.S;
+    if (!item) return undefined;
+    const keyId = item.key_id?.S;
+    const wrapped = item.wrapped_key?.B;
+    const erasedAt = item.erased_at?.S;
     return {
       subject,
       ...(keyId && wrapped ? { key: { keyId, wrapped } } : {}),
-      conversations: [...new Set([...(item?.conversations?.SS ?? []), ...pages])],
       ...(erasedAt
         ? {
             erased: {
               at: erasedAt,
-              by: item?.erased_by?.S ?? "",
-              ...(item?.erasure_reason?.S ? { reason: item.erasure_reason.S } : {}),
+              by: item.erased_by?.S ?? "",
+              ...(item.erasure_reason?.S ? { reason: item.erasure_reason.S } : {}),
             },
           }
         : {}),
     };
+  }
+
+  /**
+   * The conversations on the customer's pages, 0 to its current one, and those an item written
+   * before the pages lists on itself.
+   */
+  async conversationsOf(subject: DataSubject): Promise<readonly string[]> {
+    const item = await this.get(customerKey(subject));
+    const last = Number(item?.conversation_page?.N ?? 0);
+    const keys = Array.from({ length: last + 1 }, (_, page) => pageKey(subject, page));
+    const found = await batchGetItems(
+      this.options.client,
+      this.options.tableName,
+      keys.map((pk) => ({ pk: { S: pk } })),
+      { consistent: true },
+    );
+    const byPage = new Map(found.map((page) => [String(page.pk), page.conversations]));
+    const pages = keys.flatMap((pk) => {
+      const listed = byPage.get(pk);
+      return listed instanceof Set ? [...listed].map(String) : [];
+    });
+    return [...new Set([...(item?.conversations?.SS ?? []), ...pages])];
   }
 
   async createKey(subject: DataSubject, key: CustomerKey, now: Date): Promise<CustomerKey> {
@@ -145,26 +165,6 @@ export class DynamoCustomerKeys implements CustomerKeyStore {
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
     }
-  }
-
-  /** The conversations on the customer's pages, 0 to its current one. */
-  private async pages(subject: DataSubject, item: Item | undefined): Promise<string[]> {
-    const last = Number(item?.conversation_page?.N ?? 0);
-    const keys = Array.from({ length: last + 1 }, (_, page) => ({
-      table: this.options.tableName,
-      pk: pageKey(subject, page),
-    }));
-    const byPage = new Map<string, unknown>();
-    for (let at = 0; at < keys.length; at += MAX_BATCH_GET_KEYS) {
-      const chunk = keys.slice(at, at + MAX_BATCH_GET_KEYS);
-      const found = await batchGetByPk(this.options.client, chunk, true);
-      for (const i of found.get(this.options.tableName) ?? [])
-        byPage.set(String(i.pk), i.conversations);
-    }
-    return keys.flatMap(({ pk }) => {
-      const listed = byPage.get(pk);
-      return listed instanceof Set ? [...listed].map(String) : [];
-    });
   }
 
   async ownerOf(conversationId: string): Promise<DataSubject | undefined> {

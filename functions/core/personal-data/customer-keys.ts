@@ -26,14 +26,18 @@ export interface CustomerRecord {
   readonly subject: DataSubject;
   /** Absent once erased (until the customer's data is sealed again, under a new key). */
   readonly key?: CustomerKey;
-  /** The conversations whose personal data is sealed under the customer's keys. */
-  readonly conversations: readonly string[];
   /** The last erasure, when there was one. */
   readonly erased?: ErasureRecord;
 }
 
 export interface CustomerKeyStore {
+  /** The customer's key and last erasure: what sealing and opening read. */
   customer(subject: DataSubject): Promise<CustomerRecord | undefined>;
+  /**
+   * The conversations whose personal data is sealed under the customer's keys: what an erasure
+   * reads (a separate read, so the key's readers never pay for a long list).
+   */
+  conversationsOf(subject: DataSubject): Promise<readonly string[]>;
   /** Sets the customer's key unless it has one; answers the key it has afterwards. */
   createKey(subject: DataSubject, key: CustomerKey, now: Date): Promise<CustomerKey>;
   /** Records that a conversation is the customer's (the first claim stands); answers its owner. */
@@ -54,9 +58,14 @@ export function subjectKey(subject: DataSubject): string {
 export class InMemoryCustomerKeys implements CustomerKeyStore {
   private readonly customers = new Map<string, CustomerRecord>();
   private readonly owners = new Map<string, DataSubject>();
+  private readonly conversations = new Map<string, readonly string[]>();
 
   async customer(subject: DataSubject) {
     return this.customers.get(subjectKey(subject));
+  }
+
+  async conversationsOf(subject: DataSubject) {
+    return this.conversations.get(subjectKey(subject)) ?? [];
   }
 
   async createKey(subject: DataSubject, key: CustomerKey) {
@@ -69,12 +78,9 @@ export class InMemoryCustomerKeys implements CustomerKeyStore {
   async claimConversation(conversationId: string, subject: DataSubject) {
     const owner = this.owners.get(conversationId) ?? subject;
     this.owners.set(conversationId, owner);
-    const record = this.recordOf(owner);
-    if (!record.conversations.includes(conversationId))
-      this.customers.set(subjectKey(owner), {
-        ...record,
-        conversations: [...record.conversations, conversationId],
-      });
+    const listed = this.conversations.get(subjectKey(owner)) ?? [];
+    if (!listed.includes(conversationId))
+      this.conversations.set(subjectKey(owner), [...listed, conversationId]);
     return owner;
   }
 
@@ -91,6 +97,6 @@ export class InMemoryCustomerKeys implements CustomerKeyStore {
   }
 
   private recordOf(subject: DataSubject): CustomerRecord {
-    return this.customers.get(subjectKey(subject)) ?? { subject, conversations: [] };
+    return this.customers.get(subjectKey(subject)) ?? { subject };
   }
 }

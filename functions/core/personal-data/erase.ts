@@ -62,23 +62,25 @@ export async function eraseCustomer(
   erasure: ErasureRecord,
 ): Promise<ErasureReport> {
   const record = await ports.keys.customer(subject);
-  if (!record) return { outcome: "unknown", subject, conversations: 0, overwritten: 0 };
+  const conversations = await ports.keys.conversationsOf(subject);
+  if (!record && conversations.length === 0)
+    return { outcome: "unknown", subject, conversations: 0, overwritten: 0 };
   let outcome: ErasureOutcome = "already_erased";
-  if (record.key && (await ports.keys.eraseKey(subject, record.key.keyId, erasure)))
+  if (record?.key && (await ports.keys.eraseKey(subject, record.key.keyId, erasure)))
     outcome = "erased";
   let overwritten = 0;
-  for (const conversation of record.conversations) {
+  for (const conversation of conversations) {
     // A claim that lost a race left its conversation listed under the loser too.
     const owner = await ports.keys.ownerOf(conversation);
     if (owner && subjectKey(owner) !== subjectKey(subject)) continue;
     overwritten += await eraseConversation(ports, conversation);
   }
-  const kept = outcome === "erased" ? erasure : record.erased;
+  const kept = outcome === "erased" ? erasure : record?.erased;
   return {
     outcome,
     subject,
     ...(kept ? { erasure: kept } : {}),
-    conversations: record.conversations.length,
+    conversations: conversations.length,
     overwritten,
   };
 }
