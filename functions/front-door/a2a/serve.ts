@@ -2,6 +2,7 @@ import { A2A_VERSION_HEADER, AgentCard } from "@a2a-js/sdk";
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from "@a2a-js/sdk/server";
 import { fail, type HttpRequest } from "../http";
 import type { Caller } from "../identity";
+import { STREAM_HEADERS } from "../stream";
 import type { A2aAgents } from "./agents";
 import { agentCardOf } from "./card";
 import { type A2aPorts, type A2aSettings, runAgentHandler } from "./run-agent";
@@ -43,12 +44,6 @@ export interface A2aService {
   /** The caller, from the request's verified token (throws 401/403 as a problem). */
   caller(): Promise<Caller>;
 }
-
-const SSE_HEADERS = {
-  "content-type": "text/event-stream; charset=utf-8",
-  "cache-control": "no-cache",
-  "x-accel-buffering": "no",
-};
 
 /** Answer an A2A route: a card, or a JSON-RPC call to an offered role (404 for another). */
 export async function answerA2a(request: A2aRequest, service: A2aService): Promise<A2aAnswer> {
@@ -116,7 +111,7 @@ async function jsonRpcAnswer(
   }
   const answer = await transport.handle(body as Record<string, unknown>, context);
   if (!(Symbol.asyncIterator in answer)) return rpcJson(answer);
-  return { status: 200, headers: SSE_HEADERS, stream: sseOf(answer, idOf(body)) };
+  return { status: 200, headers: { ...STREAM_HEADERS }, stream: sseOf(answer, idOf(body)) };
 }
 
 async function* sseOf(responses: AsyncIterable<unknown>, id: unknown): AsyncGenerator<string> {
