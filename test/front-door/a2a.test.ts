@@ -344,6 +344,30 @@ describe("an offered role's JSON-RPC calls, in memory", () => {
     });
   });
 
+  it("streams an answer from the task as it was answered, though the run moved on at once", async () => {
+    // The stand-in orchestrator applies a command as it is put: the run has ended before the
+    // stream sends its first event.
+    const { service } = world();
+    const sent = await result(
+      await answerA2a(rpc("SendMessage", message("tidal power")), service("acme")),
+    );
+    const taskId = String((sent.result?.task as { id?: string } | undefined)?.id);
+    const answer = await answerA2a(
+      rpc("SendStreamingMessage", message("approve", taskId)),
+      service("acme"),
+    );
+    if (!("stream" in answer)) throw new Error("no stream");
+    const events: Record<string, unknown>[] = [];
+    for await (const text of answer.stream)
+      events.push(JSON.parse(text.replace(/^data: /, "")).result);
+    expect(events[0]).toMatchObject({
+      task: { id: taskId, status: { state: "TASK_STATE_INPUT_REQUIRED" } },
+    });
+    expect(events.at(-1)).toMatchObject({
+      statusUpdate: { taskId, status: { state: "TASK_STATE_COMPLETED" } },
+    });
+  });
+
   it("streams a task's changes as server-sent events; cancel ends its run; a message the task does not wait for is refused", async () => {
     const { service, published } = world();
     const answer = await answerA2a(

@@ -101,13 +101,23 @@ async function loadRun(
 
 const now = (agent: A2aAgentContext) => agent.ports.clock.now().toISOString();
 
-/** The task store over the runs' stored state: a task is read, never written beside its run. */
+/**
+ * The task store over the runs' stored state: a task is read, never written beside its run. The
+ * store lives for one request: the SDK saves each task it is about to send and loads it back to
+ * send it, so within the request a saved task is what `load` answers (the task as the request
+ * published it, not the run as it has moved on since); before any save, the run's state.
+ */
 export function runTaskStore(agent: A2aAgentContext): TaskStore {
+  const published = new Map<string, Task>();
   return {
     // The run's stored state is the task; what the SDK would keep besides (the messages of a
     // task's history) is the run's events, in the event store.
-    save: async () => undefined,
+    save: async (task) => {
+      published.set(task.id, task);
+    },
     load: async (taskId) => {
+      const saved = published.get(taskId);
+      if (saved) return saved;
       const run = await loadRun(agent, taskId);
       return run.found && run.state ? taskOfRun(taskId, run.state, now(agent)) : undefined;
     },
