@@ -22,6 +22,12 @@ import { type RolesResult, rolesSummary, runRolesSection, stopRolesSection } fro
 import { fmt, fmtInt } from "./bench/stats";
 import type { TenantsResult } from "./bench/tenants";
 import { runThroughputSection, type ThroughputResult } from "./bench/throughput";
+import {
+  runWritesSection,
+  stopWritesSection,
+  type WritesResult,
+  writesSummary,
+} from "./bench/writes";
 
 /**
  * `npm run bench`: what AgentBus's reliability costs, against baselines measured in the same run.
@@ -49,7 +55,8 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  * 9. One agent run of 2,000 turns on the agent loop: bytes written per turn at turn 10 and at its
  *    last, no moto.
  * `npm run bench -- cost` section 6, `npm run bench -- delivery` section 7, `npm run bench -- lists`
- * section 8, `npm run bench -- long-run` section 9.
+ * section 8, `npm run bench -- long-run` section 9; `npm run bench -- writes` (alone only) lists
+ * section 6's flows' DynamoDB writes one by one, grouped, with their write units.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 
@@ -74,6 +81,7 @@ async function stopMoto(): Promise<void> {
   await stopLocalSection();
   await stopRolesSection();
   await stopCostSection();
+  await stopWritesSection();
   await stopDeliverySection();
 }
 
@@ -142,6 +150,7 @@ const SOLO = {
   bundles: async () => bundlesSummary(await runBundles()),
   roles: async () => rolesSummary(await runRoles(await runDynamo())),
   cost: async () => costSummary(await runCost()),
+  writes: async () => writesSummary(await runWrites()),
   delivery: async () => deliverySummary(await runDelivery()),
   lists: async () => listsSummary(await runLists()),
   "long-run": async () => longRunSummary(await runLongRun()),
@@ -227,6 +236,15 @@ async function runCost(): Promise<CostResult> {
   const cost = await runCostSection(out);
   out(`section 6 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
   return cost;
+}
+
+/** Beside section 6, run alone only: each flow's write units, write by write. */
+async function runWrites(): Promise<WritesResult> {
+  heading("Write units per flow, write by write (the flows of section 6, played alone)");
+  const mark = performance.now();
+  const writes = await runWritesSection(out);
+  out(`took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
+  return writes;
 }
 
 async function runDelivery(): Promise<DeliveryResult> {

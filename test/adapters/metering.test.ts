@@ -250,6 +250,57 @@ describe("meter", () => {
     sqs.destroy();
   });
 
+  it("keeps each write with its scope, items and units when asked to (recordWrites)", async () => {
+    const client = new DynamoDBClient(emulator());
+    const m = meter(client, { indexes: indexCatalog(tables), recordWrites: true });
+    const id = newUlid();
+    await inMeterScope("orchestrator", () =>
+      client.send(
+        new TransactWriteItemsCommand({
+          TransactItems: [
+            { Put: { TableName: tables.state, Item: { pk: { S: `dag_run#${id}` } } } },
+            {
+              Put: {
+                TableName: tables.events,
+                Item: {
+                  pk: { S: `dag_run#${id}` },
+                  version: { N: "1" },
+                  blob: { S: "x".repeat(1500) },
+                },
+              },
+            },
+          ],
+        }),
+      ),
+    );
+    const taken = client.send(
+      new PutItemCommand({
+        TableName: tables.state,
+        Item: { pk: { S: `dag_run#${id}` } },
+        ConditionExpression: "attribute_not_exists(pk)",
+      }),
+    );
+    await expect(taken).rejects.toThrow();
+    const [committed, refused, ...rest] = m.writes();
+    expect(rest).toEqual([]);
+    expect(committed).toMatchObject({
+      scope: "orchestrator",
+      operation: "TransactWriteItems",
+      items: [
+        { table: tables.state, key: `dag_run#${id}` },
+        { table: tables.events, key: `dag_run#${id}` },
+      ],
+      // 2 for the state item, 4 for the 1.5 KB event, in a transaction.
+      writeUnits: 6 + (committed?.indexWriteUnits ?? 0),
+    });
+    expect(committed?.items[1]?.bytes).toBeGreaterThan(1500);
+    expect(refused).toMatchObject({ scope: undefined, operation: "PutItem", failed: true });
+    expect(refused?.writeUnits).toBe(1);
+    m.reset();
+    expect(m.writes()).toEqual([]);
+    client.destroy();
+  });
+
   it("counts the calls made inside a scope apart, and every call in the total", async () => {
     const sqs = new SQSClient(emulator());
     const m = meter(sqs);

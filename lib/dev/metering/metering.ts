@@ -71,8 +71,31 @@ export interface QueueTally {
   readonly firstReceived: number;
 }
 
+/** One metered DynamoDB write (MeterOptions.recordWrites): what it wrote and what it cost. */
+export interface MeteredWrite {
+  /** The scope it was made in (inMeterScope); undefined outside any. */
+  readonly scope: string | undefined;
+  readonly operation: string;
+  /** Each item it writes, in order: its table, its `pk` and the bytes billed for it. */
+  readonly items: readonly WrittenItem[];
+  /** Write units, the indexes' included. */
+  readonly writeUnits: number;
+  readonly indexWriteUnits: number;
+  /** Its condition failed: billed all the same, nothing written. */
+  readonly failed?: true;
+}
+
+export interface WrittenItem {
+  readonly table: string;
+  /** The item's `pk` (every AgentBus table's partition key); "?" for a table keyed otherwise. */
+  readonly key: string;
+  readonly bytes: number;
+}
+
 export interface Meter {
   snapshot(): MeterSnapshot;
+  /** The DynamoDB writes since the last reset, in order, when asked for (MeterOptions.recordWrites). */
+  writes(): readonly MeteredWrite[];
   /** What was counted inside each scope (inMeterScope), by scope. */
   byScope(): Record<string, MeterSnapshot>;
   reset(): void;
@@ -93,10 +116,14 @@ const MIDDLEWARE_NAME = "agentbusMeter";
 const meters = new WeakMap<object, Meter>();
 /** Per client: the tables' layouts, and the index entries its writes made (./index-writes). */
 const catalogs = new WeakMap<object, { catalog: IndexCatalog; entries: IndexEntries }>();
+/** Per client asked to record its writes: those since the last reset. */
+const writeLogs = new WeakMap<object, MeteredWrite[]>();
 
 export interface MeterOptions {
   /** The layouts of the tables by physical name, to count their index writes (./index-writes). */
   readonly indexes?: IndexCatalog;
+  /** Keep each DynamoDB write, with its items and units, for `Meter.writes()`. */
+  readonly recordWrites?: boolean;
 }
 
 /**
@@ -108,6 +135,7 @@ export interface MeterOptions {
 export function meter(client: MeterableClient, options: MeterOptions = {}): Meter {
   if (options.indexes)
     catalogs.set(client.middlewareStack, { catalog: options.indexes, entries: new Map() });
+  if (options.recordWrites) writeLogs.set(client.middlewareStack, []);
   const existing = meters.get(client.middlewareStack);
   if (existing) return existing;
   const indexes = () => catalogs.get(client.middlewareStack) ?? { catalog: {}, entries: new Map() };
@@ -138,11 +166,13 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
         t.add(usage.write, usage.read, usage.index);
         t.bill(operation, billed);
       }
+      logWrite(client.middlewareStack, operation, args.input, stored, usage);
       return result;
     } catch (error) {
       if (failedCondition(error)) {
         const write = estimateWrites(operation, args.input, undefined, before);
         for (const t of counted) t.add(write, 0, 0);
+        logWrite(client.middlewareStack, operation, args.input, before, { write, index: 0 }, true);
       }
       throw error;
     }
@@ -150,11 +180,13 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
   client.middlewareStack.add(middleware, { step: "build", name: MIDDLEWARE_NAME, override: true });
   const created: Meter = {
     snapshot: () => total.snapshot(),
+    writes: () => [...(writeLogs.get(client.middlewareStack) ?? [])],
     byScope: () =>
       Object.fromEntries([...scopes].map(([scope, tally]) => [scope, tally.snapshot()])),
     reset: () => {
       total = new Tally();
       scopes = new Map();
+      writeLogs.get(client.middlewareStack)?.splice(0);
     },
   };
   meters.set(client.middlewareStack, created);
@@ -211,6 +243,63 @@ const meterScopes = new AsyncLocalStorage<string>();
 const unmetered = new AsyncLocalStorage<boolean>();
 
 type ItemKey = { readonly TableName: string; readonly Key: Item };
+
+/** Adds a DynamoDB write to the client's log, when it keeps one (MeterOptions.recordWrites). */
+function logWrite(
+  stack: object,
+  operation: string,
+  input: unknown,
+  stored: readonly number[],
+  units: { readonly write: number; readonly index: number },
+  failed?: true,
+): void {
+  const log = writeLogs.get(stack);
+  if (!log || !DYNAMODB_WRITES.has(operation)) return;
+  const write = meteredWrite(operation, input, stored, units.write, units.index);
+  log.push(failed ? { ...write, failed } : write);
+}
+
+/**
+ * A write as the log keeps it (MeteredWrite): each item's table, key and billed bytes (an update's
+ * the larger of what it sends and the item it changes, `stored`, as estimateWrites bills it).
+ */
+function meteredWrite(
+  operation: string,
+  input: unknown,
+  stored: readonly number[],
+  writeUnits: number,
+  indexWriteUnits: number,
+): MeteredWrite {
+  const request = (input ?? {}) as Input;
+  let update = 0;
+  const written = (table: unknown, action: Input, kind: string): WrittenItem => {
+    const key = ((action.Item ?? action.Key) as Item | undefined)?.pk?.S ?? "?";
+    const bytes =
+      kind === "Put"
+        ? itemSize(action.Item)
+        : kind === "Update"
+          ? Math.max(updateSize(action), stored[update++] ?? 0)
+          : itemSize(action.Key);
+    return { table: String(table), key, bytes };
+  };
+  const items: WrittenItem[] = [];
+  if (operation === "TransactWriteItems")
+    for (const action of (request.TransactItems ?? []) as Record<string, Input>[])
+      for (const [kind, part] of Object.entries(action))
+        items.push(written(part.TableName, part, kind));
+  else if (operation === "BatchWriteItem")
+    for (const [table, requests] of Object.entries(
+      (request.RequestItems ?? {}) as Record<string, Input[]>,
+    ))
+      for (const r of requests)
+        items.push(
+          r.PutRequest
+            ? written(table, r.PutRequest as Input, "Put")
+            : written(table, r.DeleteRequest as Input, "Delete"),
+        );
+  else items.push(written(request.TableName, request, operation.replace(/Item$/, "")));
+  return { scope: meterScopes.getStore(), operation, items, writeUnits, indexWriteUnits };
+}
 
 /** The items an operation updates (UpdateItem, a transaction's Update actions), in order. */
 function updatedKeys(operation: string, input: unknown): ItemKey[] {
