@@ -1,7 +1,12 @@
 import { Command, InvalidArgumentError } from "commander";
 import { runStackChaos } from "../lib/dev/chaos/run";
 import { describePlan, replayCommand } from "../lib/dev/faults/schedule";
-import { playMcpSchedule, playSchedule, type ScheduleResult } from "../lib/dev/sim/schedule";
+import {
+  playA2aSchedule,
+  playMcpSchedule,
+  playSchedule,
+  type ScheduleResult,
+} from "../lib/dev/sim/schedule";
 
 /**
  * `npm run chaos -- [--schedules N] [--seed S]`: plays N simulated schedules (seeds S, S+1, ...)
@@ -22,7 +27,9 @@ import { playMcpSchedule, playSchedule, type ScheduleResult } from "../lib/dev/s
  * default. Same summary line, same exit code.
  *
  * `--mcp-only` plays only the MCP write tools' part of each simulated schedule (an agent whose
- * writes are an MCP server's tools, lib/dev/sim/mcp-desk.ts), with the same seeds and plans.
+ * writes are an MCP server's tools, lib/dev/sim/mcp-desk.ts), with the same seeds and plans;
+ * `--a2a-only` the A2A write tools' part (an agent whose write is a message to another system's
+ * A2A agent, lib/dev/sim/a2a-billing.ts).
  */
 
 const positive = (name: string) => (value: string) => {
@@ -43,6 +50,7 @@ const program = new Command()
   .option("--seed <s>", "the first schedule's seed", positive("--seed"), 1)
   .option("--stack", "play full-stack schedules on moto and the local runtime")
   .option("--mcp-only", "play only the MCP write tools' part of each simulated schedule")
+  .option("--a2a-only", "play only the A2A write tools' part of each simulated schedule")
   .option(
     "--endpoint <url>",
     "with --stack: deploy stage chaos to this running emulator (refused if it is there already)",
@@ -55,9 +63,11 @@ const options = program.opts<{
   seed: number;
   stack?: boolean;
   mcpOnly?: boolean;
+  a2aOnly?: boolean;
   endpoint?: string;
   reset?: boolean;
 }>();
+if (options.mcpOnly && options.a2aOnly) program.error("--mcp-only and --a2a-only: choose one");
 const { seed } = options;
 const schedules = options.schedules ?? (options.stack ? 20 : 10_000);
 const out = (line = "") => process.stdout.write(`${line}\n`);
@@ -81,7 +91,7 @@ async function main(): Promise<number> {
   const failing: ScheduleResult[] = [];
   let violations = 0;
   for (let s = seed; s < seed + schedules; s++) {
-    const result = await (options.mcpOnly ? playMcpSchedule(s) : playSchedule(s));
+    const result = await play(s);
     add(injected, result.injected);
     add(counts, result.counts);
     for (const [name, rate] of Object.entries<number>(result.plan.rates))
@@ -109,6 +119,13 @@ async function main(): Promise<number> {
   if (failing.length > 0) out(`failing seeds: ${failing.map((f) => f.seed).join(", ")}`);
   out(`${schedules} schedules, ${violations} violations`);
   return failing.length > 0 ? 1 : 0;
+}
+
+/** One schedule: all of it, or only its MCP or A2A part. */
+function play(seed: number): Promise<ScheduleResult> {
+  if (options.mcpOnly) return playMcpSchedule(seed);
+  if (options.a2aOnly) return playA2aSchedule(seed);
+  return playSchedule(seed);
 }
 
 function add(into: Record<string, number>, counts: Readonly<Record<string, number>>): void {

@@ -246,12 +246,13 @@ export {
 // Another system's A2A agent as an agent's tool or a workflow step, every write once through the ledger.
 export type {
   A2aAgentOptions,
+  A2aFileRef,
   A2aOutput,
   A2aStepDeclaration,
   A2aToolDeclaration,
   A2aToolInput,
 } from "./integrations/a2a";
-export { a2a, a2aCardHash, a2aStep, a2aTool } from "./integrations/a2a";
+export { a2a, a2aCardHash, a2aStep, a2aTool, readA2aFile } from "./integrations/a2a";
 export { content } from "./integrations/content";
 // An MCP server's tools, each marked read or write, every write once through the side-effect ledger.
 export type {

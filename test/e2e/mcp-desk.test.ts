@@ -1,21 +1,20 @@
-import { PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
-import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fromSdk } from "../../functions/adapters/aws/sdk-client";
 import { mcpAdapter } from "../../functions/integrations/mcp/aws";
 import type { McpCall, McpCallResult, McpServerPort } from "../../functions/integrations/mcp/port";
-import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { putOnBus } from "../../lib/dev/local/put-on-bus";
+import type { LocalEnvironment } from "../../lib/dev/local/environment";
 import { crash, currentInvocation } from "../../lib/dev/local/runtime/faults";
 import { sideEffectOf } from "../../lib/dev/local/scenario/customer-support";
 import { runReaches } from "../../lib/dev/local/scenario/refund";
-import type { Envelope } from "../../schemas";
 import { deskRunId } from "../fixtures/mcp-desk";
 import { DESK_TICKET_REQUESTED } from "../fixtures/mcp-desk/events";
 import { EXPORT_MARKER } from "../fixtures/mcp-desk/local-script";
 import { MCP_DESK_STACK } from "../fixtures/mcp-desk/stack";
-import { emulator } from "../support/aws";
 import { MCP_TOKEN, startTestMcpServer, type TestMcpServer } from "../support/mcp-server";
+import {
+  askAgent,
+  type OutsideAgentStack,
+  startOutsideAgentStack,
+} from "../support/outside-agent-stack";
 import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
 
 /**
@@ -63,62 +62,44 @@ class CrashingMcpServer implements McpServerPort {
 }
 
 describe("an agent using an MCP server's tools on the local stack", () => {
-  const stage = `mcp${ulid().slice(-6).toLowerCase()}`;
+  let stack: OutsideAgentStack;
   let env: LocalEnvironment;
   let server: TestMcpServer;
-  let ssm: SSMClient;
   let port: CrashingMcpServer;
 
   beforeAll(async () => {
     server = await startTestMcpServer();
-    const { endpoint, region, credentials } = emulator();
-    ssm = new SSMClient({ endpoint, region, credentials });
-    await ssm.send(
-      new PutParameterCommand({
-        Name: TOKEN_PARAMETER,
-        Value: MCP_TOKEN,
-        Type: "SecureString",
-        Overwrite: true,
-      }),
-    );
-    port = new CrashingMcpServer(
-      mcpAdapter.build(
-        { group: "mcp-desk", env: {}, client: () => fromSdk(ssm), warn: () => {} },
-        { url: server.url, credentials: { parameter: TOKEN_PARAMETER } },
-      ),
-    );
-    env = await startLocal({
+    stack = await startOutsideAgentStack({
       stack: MCP_DESK_STACK,
-      endpoint,
-      stage,
-      standIns: { mcp: port },
+      stagePrefix: "mcp",
+      token: { parameter: TOKEN_PARAMETER, value: MCP_TOKEN },
+      standIns: (ssm) => {
+        port = new CrashingMcpServer(
+          mcpAdapter.build(
+            { group: "mcp-desk", env: {}, client: ssm, warn: () => {} },
+            { url: server.url, credentials: { parameter: TOKEN_PARAMETER } },
+          ),
+        );
+        return { mcp: port };
+      },
     });
+    env = stack.env;
   }, SLOW_STEP_TIMEOUT_MS);
 
   afterAll(async () => {
-    await env?.stop();
+    await stack?.stop();
     await server?.close();
-    ssm?.destroy();
   });
 
   /** Asks the desk for a ticket, as a client would; the run's id. */
   async function askForTicket(customerId: string, subject: string): Promise<string> {
-    const id = ulid();
-    const request: Envelope = {
-      event_id: id,
-      event_type: DESK_TICKET_REQUESTED,
-      schema_version: 1,
-      occurred_at: new Date().toISOString(),
-      correlation_id: `corr_${id}`,
-      causation_id: null,
-      task_id: `task_${id}`,
-      aggregate: { type: "desk_request", id: `req_${id}`, version: 0 },
-      order_key: customerId,
+    const request = await askAgent(env, {
+      type: DESK_TICKET_REQUESTED,
+      orderKey: customerId,
+      aggregateType: "desk_request",
       producer: "help-desk-client",
-      attempt: 1,
       payload: { customer_id: customerId, subject },
-    };
-    await putOnBus(env, "commands", [request]);
+    });
     return deskRunId(request.task_id);
   }
 

@@ -38,6 +38,9 @@ describe("simulated schedules", () => {
       // MCP write tools: a timeout after the server applied, a worker's crash after it applied.
       "timeout-after-apply mcp",
       "crash-after-write mcp",
+      // A2A write tools: a timeout after the remote agent acted, a worker's crash after it acted.
+      "timeout-after-apply a2a",
+      "crash-after-write a2a",
       // Customers erased while their conversations went on, and events read back [erased].
       "erasure erased",
       "relayed erased",
@@ -71,6 +74,7 @@ describe("simulated schedules", () => {
     ["new-key-per-retry", "sent once"],
     ["refund-new-key-per-retry", "refunded once"],
     ["mcp-key-per-attempt", "MCP write applied once"],
+    ["a2a-message-id-per-attempt", "A2A message applied once"],
     ["refund-record-unread", "refunded once"],
     ["refund-any-order", "refunds only the reviewed order"],
     ["step-record-forgotten", "step run once"],
@@ -84,10 +88,11 @@ describe("simulated schedules", () => {
       const broken: string[] = [];
       // Up to 100 seeds, until the invariant breaks.
       for (let seed = 1; seed <= 100 && !broken.includes(invariant); seed++) {
-        // The channel, the payment stand-in and the MCP server fail often enough for a retry in
-        // most schedules.
+        // The channel, the payment stand-in, the MCP server and the A2A agent fail often enough
+        // for a retry in most schedules.
         const drawn = simulatedPlan(seed, new Random(seed));
-        const plan = { seed, rates: { ...drawn.rates, channel: 0.2, payment: 0.2, mcp: 0.2 } };
+        const rates = { ...drawn.rates, channel: 0.2, payment: 0.2, mcp: 0.2, a2a: 0.2 };
+        const plan = { seed, rates };
         const result = await playSchedule(seed, { bug, plan });
         broken.push(...result.violations.map((v) => v.invariant));
       }

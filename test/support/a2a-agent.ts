@@ -31,7 +31,8 @@ interface Express {
  * billing desk: each message opens an invoice (an applied write) and completes its task with the
  * invoice's id as an artifact's text and data; when it `dedupes`, a message id it has seen gives
  * the invoice it opened then. A message whose text holds "refuse" fails its task, "reject" is
- * rejected, "more" asks for input. `answerDelayMs` delays the task's end after the invoice is
+ * rejected, "more" asks for input; "attach" adds the invoice as a file (its bytes, `INVOICE_PDF`)
+ * and the partner's terms as a file by URI (`TERMS_URI`). `answerDelayMs` delays the task's end after the invoice is
  * opened (the first event, the task `working`, is sent at once). It takes requests with
  * `Authorization: Bearer <token>` only (401 otherwise); its card is at `cardUrl`.
  */
@@ -54,6 +55,8 @@ export interface TestA2aAgent {
 }
 
 export const A2A_TOKEN = "a2a-token-for-tests";
+export const INVOICE_PDF = Buffer.from("%PDF-1.7 an invoice");
+export const TERMS_URI = "https://billing.partner.example/terms.pdf";
 
 export async function startTestA2aAgent(
   options: { readonly dedupes?: boolean } = {},
@@ -172,7 +175,11 @@ function billingDesk(state: State, dedupes: boolean): AgentExecutor {
             artifactId: "invoice",
             name: "invoice",
             description: "",
-            parts: [textPart(`opened ${invoice.id}`), dataPart({ invoice: invoice.id })],
+            parts: [
+              textPart(`opened ${invoice.id}`),
+              dataPart({ invoice: invoice.id }),
+              ...(text.includes("attach") ? attachments(invoice.id) : []),
+            ],
             metadata: undefined,
             extensions: [],
           },
@@ -231,4 +238,22 @@ function textPart(value: string): Part {
 
 function dataPart(value: Record<string, unknown>): Part {
   return { content: { $case: "data", value }, metadata: undefined, filename: "", mediaType: "" };
+}
+
+/** The invoice as a file of bytes, and the partner's terms as a file by URI. */
+function attachments(invoice: string): Part[] {
+  return [
+    {
+      content: { $case: "raw", value: INVOICE_PDF },
+      metadata: undefined,
+      filename: `${invoice}.pdf`,
+      mediaType: "application/pdf",
+    },
+    {
+      content: { $case: "url", value: TERMS_URI },
+      metadata: undefined,
+      filename: "",
+      mediaType: "",
+    },
+  ];
 }

@@ -2,6 +2,8 @@ import { defineIntegration } from "../../core/integration";
 import { InMemoryA2aAgent } from "./memory";
 import type { A2aAgentPort } from "./port";
 
+export type { A2aFile, A2aFileRef } from "./files";
+export { MAX_A2A_FILE_BYTES, readA2aFile } from "./files";
 export type { A2aAnswer, A2aFault } from "./memory";
 export { InMemoryA2aAgent } from "./memory";
 export type { A2aCallDeclaration, A2aOutput } from "./message";

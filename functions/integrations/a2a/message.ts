@@ -1,6 +1,8 @@
+import type { ContentStore } from "../../core/agent/content";
 import { PermanentError, UnknownOutcomeError } from "../../core/errors";
 import type { WriteFound } from "../../core/write-once";
 import { IDEMPOTENCY_KEY_META } from "../mcp/port";
+import { type A2aFileRef, fileLimit, keepFiles } from "./files";
 import type { A2aAgentPort, A2aCard, A2aTaskView } from "./port";
 
 /**
@@ -18,6 +20,7 @@ import type { A2aAgentPort, A2aCard, A2aTaskView } from "./port";
  *   by its id when the agent said it (`tasks/get`), else the task made in the key's context
  *   (`tasks/list`); completed -> applied; failed, rejected, canceled -> not applied (a message
  *   again under the same key); still working, waiting for input, or not found -> cannot tell.
+ * An answer's files are kept as ./files.ts says: bytes in the content store, a URI as it is.
  */
 
 export interface A2aCallDeclaration {
@@ -29,12 +32,17 @@ export interface A2aCallDeclaration {
   readonly timeoutMs?: number;
   /** The card's hash (`a2aCardHash`): another card is refused. */
   readonly pin?: string;
+  /** Where the bytes of files in the agent's answers are kept (the role's `content` port). */
+  readonly files?: ContentStore;
+  /** The most bytes one file of an answer may have. @default MAX_A2A_FILE_BYTES (262,500) */
+  readonly maxFileBytes?: number;
 }
 
-/** What the agent gave back: its artifacts' text, and their data when they have any. */
+/** What the agent gave back: its artifacts' text, and their data and files when they have any. */
 export interface A2aOutput {
   readonly text: string;
   readonly data?: unknown;
+  readonly files?: readonly A2aFileRef[];
 }
 
 /** What is sent: the message's text, and a data part. */
@@ -80,7 +88,10 @@ export class A2aExchange {
   constructor(
     private readonly port: A2aAgentPort,
     private readonly declaration: A2aCallDeclaration,
-  ) {}
+  ) {
+    // A limit no file could be kept under is refused where the tool or step is declared.
+    fileLimit(declaration.agent, declaration.maxFileBytes);
+  }
 
   private get timeoutMs(): number {
     return this.declaration.timeoutMs ?? DEFAULT_A2A_TIMEOUT_MS;
@@ -104,7 +115,7 @@ export class A2aExchange {
         timeoutMs: this.timeoutMs,
       });
       if (key && view.taskId) this.taskIds.set(key, view.taskId);
-      return this.outputOf(view);
+      return await this.outputOf(view);
     } catch (error) {
       const taskId = (error as UnknownOutcomeError).details?.taskId;
       if (key && error instanceof UnknownOutcomeError && typeof taskId === "string")
@@ -120,14 +131,14 @@ export class A2aExchange {
       ? await this.port.getTask(taskId, this.timeoutMs)
       : await this.port.findTask(key, this.timeoutMs);
     if (!view) return { status: "unknown" };
-    if (view.state === "completed") return { status: "applied", output: outputOfView(view) };
+    if (view.state === "completed") return { status: "applied", output: await this.kept(view) };
     if (view.state === "failed" || view.state === "rejected" || view.state === "canceled")
       return { status: "not_applied" };
     return { status: "unknown" };
   }
 
-  private outputOf(view: A2aTaskView): A2aOutput {
-    if (view.state === "completed") return outputOfView(view);
+  private outputOf(view: A2aTaskView): Promise<A2aOutput> {
+    if (view.state === "completed") return this.kept(view);
     const refused = REFUSALS[view.state];
     const words = view.text || "no reason given";
     if (refused)
@@ -142,6 +153,19 @@ export class A2aExchange {
       { details: view.taskId ? { taskId: view.taskId } : {} },
     );
   }
+
+  /** The output of a completed task: its text, data, and files kept (./files.ts). */
+  private async kept(view: A2aTaskView): Promise<A2aOutput> {
+    const { agent, files: store, maxFileBytes } = this.declaration;
+    const files = view.files?.length
+      ? await keepFiles(view.files, { agent, store, maxFileBytes })
+      : [];
+    return {
+      text: view.text,
+      ...(view.data === undefined ? {} : { data: view.data }),
+      ...(files.length > 0 ? { files } : {}),
+    };
+  }
 }
 
 const REFUSALS: Readonly<Partial<Record<A2aTaskView["state"], string>>> = {
@@ -151,7 +175,3 @@ const REFUSALS: Readonly<Partial<Record<A2aTaskView["state"], string>>> = {
   "input-required": "a2a.input_required",
   "auth-required": "a2a.auth_required",
 };
-
-function outputOfView(view: A2aTaskView): A2aOutput {
-  return view.data === undefined ? { text: view.text } : { text: view.text, data: view.data };
-}

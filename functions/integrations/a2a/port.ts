@@ -1,3 +1,5 @@
+import type { A2aFile } from "./files";
+
 /**
  * Another system's agent, as a role calls it over the Agent2Agent protocol (A2A v1.0): its agent
  * card, `SendMessage` (streamed, so the task's id is known as soon as the agent made it),
@@ -64,6 +66,8 @@ export interface A2aTaskView {
   readonly text: string;
   /** The artifacts' data parts, when there are any: the first, or all of them as a list. */
   readonly data?: unknown;
+  /** The artifacts' file parts (the status message's when there are no artifacts), if any. */
+  readonly files?: readonly A2aFile[];
 }
 
 export interface A2aAgentPort {

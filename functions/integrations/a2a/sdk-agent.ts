@@ -17,6 +17,7 @@ import {
 import { PermanentError, TransientError, UnknownOutcomeError } from "../../core/errors";
 import { canonicalJson } from "../../core/model";
 import { surelyNotSent } from "../not-sent";
+import type { A2aFile } from "./files";
 import type { A2aAgentPort, A2aCard, A2aOutgoing, A2aTaskState, A2aTaskView } from "./port";
 import { FINAL_STATES, INTERRUPTED_STATES } from "./port";
 
@@ -305,12 +306,26 @@ function viewOf(
   const parts = artifactParts.length > 0 ? artifactParts : statusParts;
   const text = parts.flatMap((p) => (p.content?.$case === "text" ? [p.content.value] : []));
   const data = parts.flatMap((p) => (p.content?.$case === "data" ? [p.content.value] : []));
+  const files = parts.flatMap(fileOf);
   return {
     ...(taskId ? { taskId } : {}),
     state,
     text: text.join("\n"),
     ...(data.length === 1 ? { data: data[0] } : data.length > 1 ? { data } : {}),
+    ...(files.length > 0 ? { files } : {}),
   };
+}
+
+/** A file part (`raw` bytes or a `url`) as the port gives it; none for another part. */
+function fileOf(part: Part): A2aFile[] {
+  const about = {
+    ...(part.filename ? { name: part.filename } : {}),
+    ...(part.mediaType ? { mediaType: part.mediaType } : {}),
+  };
+  if (part.content?.$case === "raw")
+    return [{ ...about, bytes: new Uint8Array(part.content.value) }];
+  if (part.content?.$case === "url") return [{ ...about, uri: part.content.value }];
+  return [];
 }
 
 const STATES: Readonly<Record<number, A2aTaskState>> = {

@@ -36,9 +36,20 @@ const A2aToolInputSchema = z.object({
   data: z.optional(z.record(z.string(), z.unknown())),
 });
 
+const A2aFileRefSchema = z.union([
+  z.object({
+    name: z.optional(z.string()),
+    mediaType: z.optional(z.string()),
+    ref: z.string(),
+    size: z.number(),
+  }),
+  z.object({ name: z.optional(z.string()), mediaType: z.optional(z.string()), uri: z.string() }),
+]);
+
 const A2aOutputSchema: z.ZodMiniType<A2aOutput> = z.object({
   text: z.string(),
   data: z.optional(z.unknown()),
+  files: z.optional(z.array(A2aFileRefSchema)),
 });
 
 /** What the model is shown of the tool's input. */

@@ -1,13 +1,5 @@
-import {
-  type AgentDefinition,
-  type AgentJournal,
-  defineAgent,
-  newJournal,
-} from "../../../functions/core/agent/agent";
+import { type AgentDefinition, defineAgent } from "../../../functions/core/agent/agent";
 import { InMemoryContentStore } from "../../../functions/core/agent/content";
-import { type AgentPorts, agentStep } from "../../../functions/core/agent/loop";
-import { TransientError } from "../../../functions/core/errors";
-import type { ModelPort, ModelRequest, ModelResponse } from "../../../functions/core/model";
 import { InMemorySideEffects } from "../../../functions/core/side-effects";
 import {
   IDEMPOTENCY_KEY_META,
@@ -22,11 +14,12 @@ import {
 import * as z from "../../../schemas/zod";
 import { Random } from "../faults/random";
 import type { Violation } from "../faults/violation";
+import { add, OneCallModel, playAgentRun, WorkerCrash } from "./agent-runs";
 
 /**
  * MCP write tools in the simulated schedules: a help-desk agent whose `create_ticket` is an MCP
  * server's tool (the integration's twin, functions/integrations/mcp/memory.ts), run through the
- * agent loop and the side-effect ledger as a deployed agent runs it. Each schedule draws how the
+ * agent loop and the side-effect ledger as a deployed agent runs it (./agent-runs.ts). Each schedule draws how the
  * server's writes are learnt (a query tool by key, a server that dedupes keys, or neither: a
  * person) and, at the plan's `mcp` rate, each call's fault: unavailable, a timeout before or after
  * the server ran it, or the worker's crash after the server ran it, before the ledger recorded it;
@@ -57,8 +50,6 @@ export type PlantedMcpBug = "mcp-key-per-attempt";
 
 export const MCP_APPLIED_ONCE = "MCP write applied once";
 
-/** Deliveries a step may take before the run is counted unfinished. */
-const MAX_DELIVERIES = 30;
 const MODES = ["query", "dedupes", "person"] as const;
 
 export interface McpDeskResult {
@@ -80,45 +71,23 @@ export async function playMcpDesk(
   const faulty = new FaultyMcp(server, random, rate, result.injected);
   const port = bug === "mcp-key-per-attempt" ? withKeyPerAttempt(faulty) : faulty;
   const ports = {
-    model: new TicketModel(),
+    model: new OneCallModel(
+      "mcp-desk-script",
+      "create_ticket",
+      (runId) => ({ subject: `ticket of ${runId}` }),
+      { ticket: "opened" },
+    ),
     content: new InMemoryContentStore(),
     sideEffects: new InMemorySideEffects(),
   };
   const agent = deskAgent(port, mode);
   const runs = 1 + random.below(3);
   for (let i = 0; i < runs; i++) {
-    const end = await playRun(agent, ports, `run_mcp_${seed}_${i}`, random);
+    const end = await playAgentRun(agent, ports, `run_mcp_${seed}_${i}`, random);
     add(result.counts, `mcp run ${end} (${mode})`);
   }
   result.violations.push(...appliedOnce(server));
   return result;
-}
-
-/** One run, step by step, each delivery perhaps crashing before its commit; how it ended. */
-async function playRun(
-  agent: AgentDefinition,
-  ports: AgentPorts,
-  runId: string,
-  random: Random,
-): Promise<string> {
-  let journal = await begin(ports, runId);
-  let receiveCount = 1;
-  for (let delivery = 0; delivery < MAX_DELIVERIES; delivery++) {
-    const context = { now: new Date(Date.UTC(2026, 0, 1, 0, delivery)), receiveCount };
-    const step = await agentStep(agent, journal, ports, context).catch((error: unknown) => {
-      if (error instanceof TransientError || error instanceof WorkerCrash) return undefined;
-      throw error;
-    });
-    // Not committed: the step failed, or the worker died before its commit.
-    if (!step || random.chance(0.1)) {
-      receiveCount += 1;
-      continue;
-    }
-    journal = JSON.parse(JSON.stringify(step.journal)) as AgentJournal;
-    receiveCount = 1;
-    if (step.next !== "continue") return journal.status;
-  }
-  return "unfinished";
 }
 
 function deskAgent(port: McpServerPort, mode: (typeof MODES)[number]): AgentDefinition {
@@ -137,37 +106,6 @@ function deskAgent(port: McpServerPort, mode: (typeof MODES)[number]): AgentDefi
     maxTurns: 3,
     maxUnknownAttempts: 4,
   });
-}
-
-async function begin(ports: AgentPorts, runId: string): Promise<AgentJournal> {
-  const first = await ports.content.put(JSON.stringify({ role: "user", text: runId }));
-  return newJournal({
-    runId,
-    taskId: `task_${runId}`,
-    agent: "mcp-desk",
-    subject: {},
-    startedBy: { event_type: "mcp_desk.requested", payload: {} },
-    correlationId: `corr_${runId}`,
-    decisionType: "mcp_desk.decision.requested",
-    firstMessage: first,
-    now: new Date(Date.UTC(2026, 0, 1)),
-  });
-}
-
-/** Asks for one ticket named after the run, then answers. */
-class TicketModel implements ModelPort {
-  readonly name = "mcp-desk-script";
-
-  async converse(request: ModelRequest): Promise<ModelResponse> {
-    const asked = request.messages.some((m) => m.toolResults?.length);
-    const runId = request.messages[0]?.text ?? "";
-    const usage = { inputTokens: 1, outputTokens: 1 };
-    const base = { usage, modelId: this.name, latencyMs: 1 };
-    if (asked) return { ...base, text: '{"ticket":"opened"}', stopReason: "end_turn" };
-    const input = { subject: `ticket of ${runId}` };
-    const toolCalls = [{ id: "call_1", name: "create_ticket", input }];
-    return { ...base, text: "", toolCalls, stopReason: "tool_use" };
-  }
 }
 
 interface Ticket {
@@ -204,9 +142,6 @@ function helpDeskServer(dedupes: boolean): InMemoryMcpServer & { tickets: Ticket
   });
   return Object.assign(server, { tickets });
 }
-
-/** The worker died after the server ran the call, before the ledger recorded its outcome. */
-class WorkerCrash extends Error {}
 
 /** The server under the plan's faults, one draw per `create_ticket` call. */
 class FaultyMcp implements McpServerPort {
@@ -278,8 +213,4 @@ function appliedOnce(server: { tickets: Ticket[] }): Violation[] {
       invariant: MCP_APPLIED_ONCE,
       detail: `the MCP server opened "${subject}" ${n} times`,
     }));
-}
-
-function add(counts: Record<string, number>, kind: string, n = 1): void {
-  counts[kind] = (counts[kind] ?? 0) + n;
 }

@@ -1,5 +1,6 @@
 import { Random } from "../faults/random";
 import { drawPlan, type FaultPlan, type FaultSwitches } from "../faults/schedule";
+import { A2A_FAULTS } from "./a2a-billing";
 import { JUDGE_FAULTS } from "./headline-scoring";
 import { MCP_FAULTS } from "./mcp-desk";
 
@@ -35,6 +36,8 @@ const SWITCHES = {
   judge: { kinds: JUDGE_FAULTS, levels: [0, 0.05, 0.15] },
   /** Per call of an MCP write tool: each of its faults at this rate (./mcp-desk.ts). */
   mcp: { kinds: MCP_FAULTS, levels: [0, 0.05, 0.15] },
+  /** Per message to another system's A2A agent: each of its faults at this rate (./a2a-billing.ts). */
+  a2a: { kinds: A2A_FAULTS, levels: [0, 0.05, 0.15] },
 } as const satisfies FaultSwitches<string>;
 
 export type SimSwitch = keyof typeof SWITCHES;

@@ -1,3 +1,4 @@
+import type { PlantedA2aBug } from "./a2a-billing";
 import type { PlantedStoreBug } from "./faulty-store";
 import type { PlantedMcpBug } from "./mcp-desk";
 import type { PlantedChannelBug } from "./planted-channel-bug";
@@ -9,6 +10,7 @@ import { PLANTED_WORKFLOW_BUGS, type PlantedWorkflowBug } from "./planted-workfl
 /** A defect planted in a simulated world, which an invariant of the chaos runs must catch. */
 export type PlantedBug =
   | PlantedStoreBug
+  | PlantedA2aBug
   | PlantedChannelBug
   | PlantedMcpBug
   | PlantedOrderBug
@@ -20,6 +22,7 @@ const OUTSIDE_THE_STORE: readonly string[] = [
   "new-key-per-retry",
   "refund-new-key-per-retry",
   "mcp-key-per-attempt",
+  "a2a-message-id-per-attempt",
   "step-record-forgotten",
   "client-seq-ignored",
   ...PLANTED_REFUND_BUGS,

@@ -4,6 +4,7 @@ import { payInsteadMarker } from "../../../functions/roles/refund-review/local-s
 import { type Envelope, registry } from "../../../schemas";
 import { checkInvariants, type RunFacts, type Violation } from "../faults/invariants";
 import { LIFECYCLE } from "../local/scenario";
+import { playA2aBilling } from "./a2a-billing";
 import { simulatedFacts } from "./facts";
 import {
   APPROVAL_SIGNAL,
@@ -45,10 +46,15 @@ export async function playSchedule(
   countWorkflowRuns(facts.workflowRuns, counts);
   countEscalatedSends(world, counts);
   const violations = await checkInvariants(facts);
-  const mcp = await playMcpDesk(seed, plan.rates.mcp, options.bug);
-  violations.push(...mcp.violations);
-  for (const [kind, n] of Object.entries(mcp.counts)) counts[kind] = (counts[kind] ?? 0) + n;
-  for (const [kind, n] of Object.entries(mcp.injected)) injected[kind] = (injected[kind] ?? 0) + n;
+  for (const outside of [
+    await playMcpDesk(seed, plan.rates.mcp, options.bug),
+    await playA2aBilling(seed, plan.rates.a2a, options.bug),
+  ]) {
+    violations.push(...outside.violations);
+    for (const [kind, n] of Object.entries(outside.counts)) counts[kind] = (counts[kind] ?? 0) + n;
+    for (const [kind, n] of Object.entries(outside.injected))
+      injected[kind] = (injected[kind] ?? 0) + n;
+  }
   return { seed, plan, violations, counts, injected };
 }
 
@@ -62,6 +68,19 @@ export async function playMcpSchedule(
 ): Promise<ScheduleResult> {
   const plan = simulatedPlan(seed);
   const { violations, counts, injected } = await playMcpDesk(seed, plan.rates.mcp, options.bug);
+  return { seed, plan, violations, counts, injected };
+}
+
+/**
+ * Only the A2A write tools' part of a schedule (./a2a-billing.ts): the same seed, plan and draws
+ * as in `playSchedule`, without the rest of the world (`npm run chaos -- --a2a-only`).
+ */
+export async function playA2aSchedule(
+  seed: number,
+  options: { readonly bug?: PlantedBug } = {},
+): Promise<ScheduleResult> {
+  const plan = simulatedPlan(seed);
+  const { violations, counts, injected } = await playA2aBilling(seed, plan.rates.a2a, options.bug);
   return { seed, plan, violations, counts, injected };
 }
 
