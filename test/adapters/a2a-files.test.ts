@@ -126,18 +126,39 @@ describe("files in an A2A agent's answer", () => {
     expect(record?.state).toBe("succeeded");
   });
 
-  it("refuses a file over the limit with a permanent error naming the agent, and tells the model", async () => {
+  it("names a file over the limit as left at the agent: the write applied, so the call succeeded", async () => {
     const { ports, called } = await callTool(billing({ maxFileBytes: 10 }), answering(INVOICE));
-    expect(called.recorded.outcome).toBe("failed: a2a.file_too_large");
+    expect(called.recorded.outcome).toBe("succeeded (run)");
+    expect(called.wrote?.output).toEqual({
+      text: "opened INV-1",
+      files: [
+        {
+          name: "invoice.pdf",
+          mediaType: "application/pdf",
+          omitted: "too_large",
+          size: PDF.byteLength,
+        },
+      ],
+    });
+    expect((await ports.sideEffects.get(KEY))?.state).toBe("succeeded");
     const said = (await conversationTexts(called.journal, ports.content)).join("\n");
-    expect(said).toContain(
-      `partner-billing answered with a file invoice.pdf of ${PDF.byteLength} bytes; at most 10`,
-    );
+    expect(said).toContain('"omitted":"too_large"');
   });
 
-  it("refuses bytes with no store to keep them in; a URI needs none", async () => {
+  it("names bytes with no store to keep them in as left at the agent; a URI needs none", async () => {
     const unkept = await callTool(billing({ files: undefined }), answering(INVOICE));
-    expect(unkept.called.recorded.outcome).toBe("failed: a2a.file_not_kept");
+    expect(unkept.called.recorded.outcome).toBe("succeeded (run)");
+    expect(unkept.called.wrote?.output).toEqual({
+      text: "opened INV-1",
+      files: [
+        {
+          name: "invoice.pdf",
+          mediaType: "application/pdf",
+          omitted: "no_store",
+          size: PDF.byteLength,
+        },
+      ],
+    });
     const uriOnly = await callTool(billing({ files: undefined }), answering(TERMS));
     expect(uriOnly.called.wrote?.output).toEqual({
       text: "opened INV-1",

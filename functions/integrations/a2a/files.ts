@@ -1,12 +1,12 @@
 import { type ContentStore, MAX_CONTENT_BYTES } from "../../core/agent/content";
-import { PermanentError } from "../../core/errors";
 
 /**
  * Files in another system's agent's answer (A2A file parts: bytes, or a URI), as the output keeps
  * them: bytes stored in the content store (a claim check: the output names their reference, never
- * carries them), a URI kept as the reference it is (never fetched). A file's bytes are bounded:
- * over the limit, the answer is refused with `a2a.file_too_large`, naming the agent, the file and
- * its size; bytes and no store to keep them in: `a2a.file_not_kept`.
+ * carries them), a URI kept as the reference it is (never fetched). A file's bytes are bounded. The
+ * agent has acted when its answer comes, so a file that cannot be kept (over the limit, or bytes
+ * and no store) does not fail the call, which would record an applied write as failed: the output
+ * names it with its size and why it was left at the agent (`omitted`), and the call succeeds.
  */
 
 /** A file part as the agent sent it. */
@@ -21,7 +21,14 @@ export interface A2aFile {
 export type A2aFileRef = {
   readonly name?: string;
   readonly mediaType?: string;
-} & ({ readonly ref: string; readonly size: number } | { readonly uri: string });
+} & (
+  | { readonly ref: string; readonly size: number }
+  | { readonly uri: string }
+  | { readonly omitted: FileOmitted; readonly size: number }
+);
+
+/** Why a file's bytes were left at the agent: over `maxFileBytes`, or no store was named. */
+export type FileOmitted = "too_large" | "no_store";
 
 /** The most bytes a file may have: its base64 must fit one stored content (350,000 characters). */
 export const MAX_A2A_FILE_BYTES = Math.floor(MAX_CONTENT_BYTES / 4) * 3;
@@ -44,18 +51,20 @@ export function fileLimit(agent: string, maxFileBytes = MAX_A2A_FILE_BYTES): num
   return maxFileBytes;
 }
 
-/** The answer's files as the output keeps them (bytes stored first), or the refusal. */
+/** The answer's files as the output keeps them: bytes stored, a URI as it is, else omitted. */
 export async function keepFiles(
   files: readonly A2aFile[],
   keeping: FileKeeping,
 ): Promise<A2aFileRef[]> {
   const limit = fileLimit(keeping.agent, keeping.maxFileBytes);
-  for (const file of files) refuseUnkept(file, keeping, limit);
   const kept: A2aFileRef[] = [];
   for (const { name, mediaType, bytes, uri } of files) {
     const about = { ...(name ? { name } : {}), ...(mediaType ? { mediaType } : {}) };
-    if (bytes === undefined || !keeping.store) kept.push({ ...about, uri: uri ?? "" });
-    else {
+    const omitted = bytes === undefined ? undefined : omission(bytes, keeping.store, limit);
+    if (bytes === undefined) kept.push({ ...about, uri: uri ?? "" });
+    else if (omitted || !keeping.store) {
+      kept.push({ ...about, omitted: omitted ?? "no_store", size: bytes.byteLength });
+    } else {
       const ref = await keeping.store.put(Buffer.from(bytes).toString("base64"));
       kept.push({ ...about, ref, size: bytes.byteLength });
     }
@@ -63,21 +72,13 @@ export async function keepFiles(
   return kept;
 }
 
-function refuseUnkept(file: A2aFile, keeping: FileKeeping, limit: number): void {
-  if (file.bytes === undefined) return;
-  const which = `a file${file.name ? ` ${file.name}` : ""} of ${file.bytes.byteLength} bytes`;
-  if (file.bytes.byteLength > limit)
-    throw new PermanentError(
-      "a2a.file_too_large",
-      `the A2A agent ${keeping.agent} answered with ${which}; at most ${limit} are kept (it acted on the message: the file is at the agent)`,
-      { details: { agent: keeping.agent, bytes: file.bytes.byteLength, limit } },
-    );
-  if (!keeping.store)
-    throw new PermanentError(
-      "a2a.file_not_kept",
-      `the A2A agent ${keeping.agent} answered with ${which}, and the declaration names no store to keep it in (files: ports.content)`,
-      { details: { agent: keeping.agent } },
-    );
+function omission(
+  bytes: Uint8Array,
+  store: ContentStore | undefined,
+  limit: number,
+): FileOmitted | undefined {
+  if (bytes.byteLength > limit) return "too_large";
+  return store ? undefined : "no_store";
 }
 
 /** The bytes of a file the output keeps in `store`. */

@@ -44,6 +44,12 @@ const A2aFileRefSchema = z.union([
     size: z.number(),
   }),
   z.object({ name: z.optional(z.string()), mediaType: z.optional(z.string()), uri: z.string() }),
+  z.object({
+    name: z.optional(z.string()),
+    mediaType: z.optional(z.string()),
+    omitted: z.enum(["too_large", "no_store"]),
+    size: z.number(),
+  }),
 ]);
 
 const A2aOutputSchema: z.ZodMiniType<A2aOutput> = z.object({
