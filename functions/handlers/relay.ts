@@ -157,14 +157,7 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
         unpublished,
         ...(direct ? { direct } : {}),
       });
-      metrics.addMetric("Relayed", MetricUnit.Count, report.published);
-      metrics.addMetric("PutEventsCalls", MetricUnit.Count, report.calls);
-      if (report.retriedEntries)
-        metrics.addMetric("RelayRetriedEntries", MetricUnit.Count, report.retriedEntries);
-      if (report.direct) {
-        metrics.addMetric("RelayDelivered", MetricUnit.Count, report.direct.delivered);
-        metrics.addMetric("SendMessageBatchCalls", MetricUnit.Count, report.direct.calls);
-      }
+      addReportMetrics(metrics, report);
       options.onReport?.(report);
     } catch (error) {
       const recorded = await recordFailure(envelopes, error);
@@ -212,6 +205,18 @@ function directDelivery(env: RelayEnv, sqs: AwsClient): DirectDeliveryOptions | 
       return sender;
     },
   };
+}
+
+/** What a relay run did, as metrics. */
+function addReportMetrics(metrics: Observability["metrics"], report: RelayReport): void {
+  metrics.addMetric("Relayed", MetricUnit.Count, report.published);
+  metrics.addMetric("PutEventsCalls", MetricUnit.Count, report.calls);
+  if (report.retriedEntries)
+    metrics.addMetric("RelayRetriedEntries", MetricUnit.Count, report.retriedEntries);
+  if (report.direct) {
+    metrics.addMetric("RelayDelivered", MetricUnit.Count, report.direct.delivered);
+    metrics.addMetric("SendMessageBatchCalls", MetricUnit.Count, report.direct.calls);
+  }
 }
 
 /** The new buses' PutEvents: the one given, else AwsSubscriberBusClient on `eventbridgev2`. */

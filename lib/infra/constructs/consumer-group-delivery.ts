@@ -105,6 +105,23 @@ export function rulePatternOf(
   };
 }
 
+/**
+ * A "relay" group's rule patterns but their source, by topic: what the relay matches the stored
+ * events it sends the group against (Relay.deliverTo); undefined for any other delivery.
+ */
+export function relayRulesOf(
+  subscriptions: readonly ConsumerGroupSubscription[],
+  settings: ConsumerGroupSettings,
+): Record<string, unknown> | undefined {
+  if (settings.delivery !== "relay") return undefined;
+  return Object.fromEntries(
+    subscriptions.map((s) => [
+      s.topic.topicName,
+      rulePatternOf(s.eventTypes, settings.unsequencedOnly),
+    ]),
+  );
+}
+
 /** The buffer -> FIFO queue hop of a FIFO group (none for an unordered group). */
 export function createDeliveryHop(
   scope: Construct,

@@ -14,7 +14,7 @@ import {
   addStreamEventSource,
   createDeliveryHop,
   createRules,
-  rulePatternOf,
+  relayRulesOf,
 } from "./consumer-group-delivery";
 import {
   alarmsOf,
@@ -124,8 +124,7 @@ export class ConsumerGroup extends Construct {
     this.deadLetterQueues = deadLetterQueuesOf(queues);
 
     if (settings.delivery === "stream") {
-      // Read from the events table's stream by the consumer itself: no rule, no hop.
-      this.rules = [];
+      this.rules = []; // Read from the events table's stream by the consumer itself: no hop.
       this.subscribers = [];
     } else if (settings.delivery === "subscriber" && queues.bufferDeadLetterQueue) {
       const delivery = createSubscribers(
@@ -140,13 +139,7 @@ export class ConsumerGroup extends Construct {
       this.subscriberRole = delivery.role;
     } else {
       this.rules = createRules(this, props.subscriptions, settings, queues);
-      if (settings.delivery === "relay")
-        this.relayRules = Object.fromEntries(
-          props.subscriptions.map((s) => [
-            s.topic.topicName,
-            rulePatternOf(s.eventTypes, settings.unsequencedOnly),
-          ]),
-        );
+      this.relayRules = relayRulesOf(props.subscriptions, settings);
       const hop = createDeliveryHop(this, settings, queues, props.tables.inbox);
       this.dispatcher = hop.dispatcher;
       this.pipe = hop.pipe;
