@@ -59,7 +59,9 @@ export async function stopDeliverySection(): Promise<void> {
 
 export async function runDeliverySection(out: Out): Promise<DeliveryResult> {
   const runs: DeliveryRun[] = [];
-  for (const delivery of DELIVERIES) {
+  // The task projection reads a client's unsequenced feedback, which no stream holds: it cannot
+  // be stream-delivered, and the stream is measured by the cost section's conversation projection.
+  for (const delivery of DELIVERIES.filter((d) => d !== "stream")) {
     const mark = performance.now();
     runs.push(await measureDelivery(delivery));
     out(

@@ -198,21 +198,32 @@ async function measureBurst(
   return b;
 }
 
-/** How full the relay's PutEvents and the dispatchers' SendMessageBatch calls are. */
+/**
+ * How full the relay's PutEvents, its SendMessageBatch calls to relay-delivered groups and the
+ * dispatchers' SendMessageBatch calls are.
+ */
 class BatchFill {
   private relayed = { entries: 0, calls: 0 };
+  private sentByRelay = { entries: 0, calls: 0 };
   private dispatched = { entries: 0, calls: 0 };
 
   reset(): void {
     this.relayed = { entries: 0, calls: 0 };
+    this.sentByRelay = { entries: 0, calls: 0 };
     this.dispatched = { entries: 0, calls: 0 };
   }
 
   observe(event: RuntimeEvent): void {
     if (event.kind === "relayed") {
-      const r = event.report as { published?: number; calls?: number };
+      const r = event.report as {
+        published?: number;
+        calls?: number;
+        direct?: { delivered: number; calls: number };
+      };
       this.relayed.entries += r.published ?? 0;
       this.relayed.calls += r.calls ?? 0;
+      this.sentByRelay.entries += r.direct?.delivered ?? 0;
+      this.sentByRelay.calls += r.direct?.calls ?? 0;
     } else if (event.kind === "dispatched") {
       const r = event.report as { sent?: number; calls?: number };
       this.dispatched.entries += r.sent ?? 0;
@@ -223,7 +234,7 @@ class BatchFill {
   describe(): string {
     const per = (t: { entries: number; calls: number }) =>
       `${fmtInt(t.entries)} in ${fmtInt(t.calls)} calls (${fmt(t.entries / Math.max(1, t.calls), 1)} per call, at most 10)`;
-    return `batches: relay PutEvents ${per(this.relayed)}; dispatch SendMessageBatch ${per(this.dispatched)}`;
+    return `batches: relay PutEvents ${per(this.relayed)}; relay SendMessageBatch ${per(this.sentByRelay)}; dispatch SendMessageBatch ${per(this.dispatched)}`;
   }
 }
 

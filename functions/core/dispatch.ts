@@ -48,6 +48,22 @@ export function messageGroupOf(
 }
 
 /**
+ * A live envelope as a group's FIFO queue receives it, from the dispatch function or straight from
+ * the relay (./direct-delivery.ts): in its message group (`messageGroupOf`), de-duplicated by its
+ * event id, the envelope itself as the body.
+ */
+export function fifoMessageOf(
+  envelope: Envelope,
+  tenantConcurrency?: number,
+): Pick<FifoMessage, "groupId" | "deduplicationId" | "body"> {
+  return {
+    groupId: messageGroupOf(envelope, tenantConcurrency),
+    deduplicationId: envelope.event_id,
+    body: JSON.stringify(envelope),
+  };
+}
+
+/**
  * Move envelopes from a consumer group's buffer queue into its FIFO queue, keyed for order:
  * MessageGroupId = `messageGroupOf` the envelope, MessageDeduplicationId = its event id (so a second
  * dispatch of the same event within five minutes is dropped by SQS itself). An invalid envelope is
@@ -84,13 +100,13 @@ export async function dispatch(
     messages.push({
       id: String(index),
       recordId: item.recordId,
-      groupId: messageGroupOf(envelope, tenantConcurrency),
       ...(item.replay
         ? {
+            groupId: messageGroupOf(envelope, tenantConcurrency),
             deduplicationId: replayDeduplicationId(envelope.event_id, item.replay.name),
             body: replayedBody(envelope, item.replay, item.source),
           }
-        : { deduplicationId: envelope.event_id, body: JSON.stringify(envelope) }),
+        : fifoMessageOf(envelope, tenantConcurrency)),
     });
   }
   const { failedRecordIds, calls } = await sendInBatches(messages, sender);

@@ -1,6 +1,12 @@
 import { type Envelope, type EventRegistry, envelopeBytes, type Topic } from "../../schemas";
 import { backoff, chunk, sleep } from "./batching";
 import { claimOf } from "./claim-check";
+import {
+  type DirectDeliveryOptions,
+  type DirectDeliveryReport,
+  deliverDirectly,
+  type PlacedEvent,
+} from "./direct-delivery";
 import { AgentBusError, describe, PermanentError, TransientError } from "./errors";
 import type { EventPublisher, PublishFailure } from "./ports";
 
@@ -33,6 +39,11 @@ export interface RelayOptions {
    * of included.
    */
   readonly unpublished?: ReadonlySet<string>;
+  /**
+   * The groups delivered by the relay (`delivery: "relay"`, `DIRECT_GROUPS`): each event is sent
+   * to the FIFO queue of every one whose rule takes it, before anything is published.
+   */
+  readonly direct?: DirectDeliveryOptions;
 }
 
 /**
@@ -63,6 +74,8 @@ export interface RelayReport {
   readonly skipped: number;
   readonly calls: number;
   readonly retriedEntries: number;
+  /** What went straight to the FIFO queues of the groups the relay delivers (`options.direct`). */
+  readonly direct?: DirectDeliveryReport;
 }
 
 /**
@@ -78,6 +91,9 @@ export interface RelayReport {
  * stream batches: nothing here assumes they come together. Publishing is at least once: a retry
  * after a lost response publishes again, and consumers de-duplicate by event id and version.
  * Throws TransientError when entries still fail after `maxAttempts`, so the stream retries.
+ * Before anything is published, each event goes to the FIFO queue of every group the relay
+ * delivers whose rule takes it (`options.direct`, ./direct-delivery.ts), whether its type is
+ * published or not.
  */
 export async function relay(
   events: readonly Envelope[],
@@ -85,19 +101,24 @@ export async function relay(
   publisher: EventPublisher,
   options: RelayOptions = {},
 ): Promise<RelayReport> {
-  // Left out before anything else: neither published nor named in a failure record.
-  const publishing = events.filter((e) => !options.unpublished?.has(e.event_type));
-  const byTopic = new Map<Topic, Envelope[]>();
+  const placed: PlacedEvent[] = [];
   const unplaced: Envelope[] = [];
-  for (const event of publishing) {
+  for (const event of events) {
     const topic =
       options.topics?.get(event.event_id) ??
       registry.get(event.event_type, event.schema_version)?.topic ??
       options.typeTopics?.get(event.event_type);
-    // An event too large for the bus travels as its claim (./claim-check.ts).
-    if (topic) byTopic.set(topic, [...(byTopic.get(topic) ?? []), claimOf(event)]);
+    // An event too large for the bus or a queue travels as its claim (./claim-check.ts).
+    if (topic) placed.push({ topic, envelope: claimOf(event) });
     else unplaced.push(event);
   }
+  const direct = options.direct ? await deliverDirectly(placed, options.direct) : undefined;
+  // Left out of the buses: neither published nor named in a failure record.
+  const publishing = events.filter((e) => !options.unpublished?.has(e.event_type));
+  const byTopic = new Map<Topic, Envelope[]>();
+  for (const { topic, envelope } of placed)
+    if (!options.unpublished?.has(envelope.event_type))
+      byTopic.set(topic, [...(byTopic.get(topic) ?? []), envelope]);
   const progress: Progress = {
     events: publishing,
     calls: 0,
@@ -115,12 +136,14 @@ export async function relay(
     ))
       await publishCall(topic, entries, publisher, progress, options);
   }
-  if (unplaced.length > 0) throw unknownTypes(unplaced);
+  const unplacedPublishing = unplaced.filter((e) => !options.unpublished?.has(e.event_type));
+  if (unplacedPublishing.length > 0) throw unknownTypes(unplacedPublishing);
   return {
     published: publishing.length,
     skipped: events.length - publishing.length,
     calls: progress.calls,
     retriedEntries: progress.retriedEntries,
+    ...(direct ? { direct } : {}),
   };
 }
 

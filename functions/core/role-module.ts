@@ -49,11 +49,12 @@ export interface Deployment {
   readonly ordering?: "fifo" | "none";
   /**
    * How its events reach it (lib/infra/README.md, "Delivery"): through the bus and a queue per
-   * group, or `stream`: read from the event store's stream in batches, for a group that emits
-   * nothing and receives only stored (sequenced) events, such as a projection.
+   * group; `relay`: its stored events sent by the relay straight to its FIFO queue (a FIFO group
+   * without `tenantConcurrency`); or `stream`: read from the event store's stream in batches, for a
+   * group that emits nothing and receives only stored (sequenced) events, such as a projection.
    * @default "dispatch-function"
    */
-  readonly delivery?: "dispatch-function" | "pipe" | "subscriber" | "stream";
+  readonly delivery?: "dispatch-function" | "pipe" | "subscriber" | "relay" | "stream";
   /**
    * Messages per consumer invocation: 1..10 for FIFO, 1..10000 for standard queues and for
    * stream records. @default 10

@@ -8,7 +8,7 @@ import {
 } from "@opentelemetry/api";
 import type { Envelope, Topic } from "../../schemas";
 import { agentbusTracer, errorTypeOf, GENAI, inSpan } from "../core/genai-spans";
-import type { EventPublisher, PublishFailure } from "../core/ports";
+import type { EventPublisher, FifoSender, PublishFailure } from "../core/ports";
 import { formatTraceparent, parseTraceparent } from "../core/trace-context";
 import { parentContext, traceParentOf, tracerRegistered } from "./telemetry";
 
@@ -21,7 +21,8 @@ import { parentContext, traceParentOf, tracerRegistered } from "./telemetry";
  *   `aws.eventbridge`, the bus as `messaging.destination.name`): one per event the relay or the
  *   sweeper puts on a bus, a child of the span its `traceparent` names;
  * - `send <event type>` (producer, `send`, `aws_sqs`, the group's FIFO queue): one per message the
- *   dispatcher moves from a group's buffer queue to its FIFO queue, a child of the publish span;
+ *   dispatcher moves from a group's buffer queue to its FIFO queue, a child of the publish span,
+ *   or the relay sends straight to it (`delivery: "relay"`), a child of the commit's span;
  * - `<method> <route>` (server): one per front door request, a child of the caller's `traceparent`
  *   header, and the parent of the messages it accepts.
  *
@@ -156,6 +157,38 @@ export function tracedPublisher(
       const failed = new Map(failures.map((f) => [f.eventId, f]));
       envelopes.forEach((envelope, i) => {
         endHopSpan(spans[i] as Span, failed.get(envelope.event_id));
+      });
+      return failures;
+    },
+  };
+}
+
+/**
+ * A FIFO sender whose every message goes in a `send` span (see top), the envelope of its body
+ * continued by that span: the relay's sends to the groups it delivers (`delivery: "relay"`), the
+ * same hop as the dispatcher's.
+ */
+export function tracedFifoSender(sender: FifoSender, hop: Hop): FifoSender {
+  return {
+    async send(messages) {
+      if (!tracerRegistered()) return sender.send(messages);
+      const envelopes = messages.map((m) => JSON.parse(m.body) as unknown);
+      const spans = envelopes.map((envelope) => startHopSpan(envelope, hop));
+      let failures: Awaited<ReturnType<FifoSender["send"]>>;
+      try {
+        failures = await sender.send(
+          messages.map((m, i) => ({
+            ...m,
+            body: JSON.stringify(continuedBy(envelopes[i], spans[i] as Span)),
+          })),
+        );
+      } catch (error) {
+        for (const span of spans) endHopSpan(span, { code: errorTypeOf(error) });
+        throw error;
+      }
+      const failed = new Map(failures.map((f) => [f.id, f]));
+      messages.forEach((m, i) => {
+        endHopSpan(spans[i] as Span, failed.get(m.id));
       });
       return failures;
     },

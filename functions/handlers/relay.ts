@@ -19,7 +19,10 @@ import {
   type SubscriberBusClient,
   SubscriberBusPublisher,
 } from "../adapters/eventbridge/subscriber-bus";
+import { SqsFifoSender } from "../adapters/sqs/fifo-sender";
+import { DIRECT_GROUPS_ENV, type DirectDeliveryOptions } from "../core/direct-delivery";
 import { AgentBusError, describe } from "../core/errors";
+import { packedJsonText } from "../core/packed-json";
 import { parseEnv } from "../core/parse-env";
 import type { EventPublisher } from "../core/ports";
 import {
@@ -30,7 +33,7 @@ import {
   UNPUBLISHED_TYPES_ENV,
 } from "../core/relay";
 import { containerAwsClient, containerEventBridgeV2Client } from "./aws";
-import { tracedPublisher } from "./hop-spans";
+import { MESSAGING_SYSTEMS, tracedFifoSender, tracedPublisher } from "./hop-spans";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
@@ -57,7 +60,25 @@ export const RelayEnv = z
     ),
     /** The event types the relay leaves unpublished (JSON array), from the stack. */
     [UNPUBLISHED_TYPES_ENV]: z.optional(
-      z.jsonText(z.array(z.string()), "a JSON array of event types"),
+      packedJsonText(z.array(z.string()), "a JSON array of event types"),
+    ),
+    /**
+     * The groups the relay delivers to their FIFO queues itself (`delivery: "relay"`): JSON
+     * (compressed when long, ../core/packed-json.ts), an array of { group, queue, rules: topic ->
+     * pattern }, from the stack.
+     */
+    [DIRECT_GROUPS_ENV]: z.optional(
+      packedJsonText(
+        z.array(
+          z.object({
+            group: z.string().check(z.minLength(1)),
+            /** The FIFO queue's name: its URL is RELAY_FAILURE_QUEUE_URL's with this name. */
+            queue: z.string().check(z.minLength(1)),
+            rules: z.partialRecord(z.enum(TOPICS), z.unknown()),
+          }),
+        ),
+        "a JSON array of { group, queue, rules }",
+      ),
     ),
   })
   .check(
@@ -118,11 +139,9 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
   const registry = options.registry ?? defaultRegistry;
   const typeTopics = typeTopicsOf(env[EVENT_TOPICS_ENV]);
   const unpublished = new Set(env[UNPUBLISHED_TYPES_ENV] ?? []);
-  const recordFailure = failureRecorder(
-    env.RELAY_FAILURE_QUEUE_URL,
-    tracer.capture(options.sqs ?? containerAwsClient()),
-    logger,
-  );
+  const sqs = tracer.capture(options.sqs ?? containerAwsClient());
+  const direct = directDelivery(env, sqs);
+  const recordFailure = failureRecorder(env.RELAY_FAILURE_QUEUE_URL, sqs, logger);
 
   return async (event) => {
     await telemetry.ready;
@@ -136,11 +155,9 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
         topics,
         typeTopics,
         unpublished,
+        ...(direct ? { direct } : {}),
       });
-      metrics.addMetric("Relayed", MetricUnit.Count, report.published);
-      metrics.addMetric("PutEventsCalls", MetricUnit.Count, report.calls);
-      if (report.retriedEntries)
-        metrics.addMetric("RelayRetriedEntries", MetricUnit.Count, report.retriedEntries);
+      addReportMetrics(metrics, report);
       options.onReport?.(report);
     } catch (error) {
       const recorded = await recordFailure(envelopes, error);
@@ -154,6 +171,52 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
       await telemetry.flush();
     }
   };
+}
+
+/**
+ * The groups the relay delivers itself (`DIRECT_GROUPS`), each sent to through a SendMessageBatch
+ * sender of its FIFO queue, every message in its `send` span; none when the stack names none.
+ */
+function directDelivery(env: RelayEnv, sqs: AwsClient): DirectDeliveryOptions | undefined {
+  const groups = env[DIRECT_GROUPS_ENV] ?? [];
+  if (groups.length === 0) return undefined;
+  const failureQueue = env.RELAY_FAILURE_QUEUE_URL;
+  if (!failureQueue)
+    throw new Error(
+      `relay: ${DIRECT_GROUPS_ENV} names queues, whose URLs are RELAY_FAILURE_QUEUE_URL's with their names, and RELAY_FAILURE_QUEUE_URL is not set`,
+    );
+  const base = failureQueue.slice(0, failureQueue.lastIndexOf("/") + 1);
+  const senders = new Map(
+    groups.map((g) => [
+      g.group,
+      tracedFifoSender(new SqsFifoSender({ client: sqs, queueUrl: `${base}${g.queue}` }), {
+        operation: "send",
+        system: MESSAGING_SYSTEMS.sqs,
+        destination: g.queue,
+        group: g.group,
+      }),
+    ]),
+  );
+  return {
+    groups,
+    senderOf: (group) => {
+      const sender = senders.get(group.group);
+      if (!sender) throw new Error(`no sender for group ${group.group}`);
+      return sender;
+    },
+  };
+}
+
+/** What a relay run did, as metrics. */
+function addReportMetrics(metrics: Observability["metrics"], report: RelayReport): void {
+  metrics.addMetric("Relayed", MetricUnit.Count, report.published);
+  metrics.addMetric("PutEventsCalls", MetricUnit.Count, report.calls);
+  if (report.retriedEntries)
+    metrics.addMetric("RelayRetriedEntries", MetricUnit.Count, report.retriedEntries);
+  if (report.direct) {
+    metrics.addMetric("RelayDelivered", MetricUnit.Count, report.direct.delivered);
+    metrics.addMetric("SendMessageBatchCalls", MetricUnit.Count, report.direct.calls);
+  }
 }
 
 /** The new buses' PutEvents: the one given, else AwsSubscriberBusClient on `eventbridgev2`. */

@@ -285,6 +285,7 @@ export class AgentBusStack extends Stack {
 
     this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
     this.relay.publishToSubscriberBuses([...this.topics.values()]);
+    this.relay.deliverTo(this.groups);
     this.customerKeys = this.createCustomerKeys(topology, props);
     const needs = (group: ConsumerGroup): GroupNeeds =>
       topology.groups.find((g) => g.name === group.groupName)?.needs ?? {};

@@ -1,5 +1,6 @@
 import { Annotations } from "aws-cdk-lib";
 import type { Construct } from "constructs";
+import { packJson } from "../../functions/core/packed-json";
 import { UNPUBLISHED_TYPES_ENV } from "../../functions/core/relay";
 import { DEFINITIONS, registry } from "../../schemas";
 import type { AgentBusFunction } from "./constructs/function";
@@ -18,8 +19,9 @@ export type Publish = "all" | readonly string[];
 export const PUBLISH_CONTEXT_KEY = "agentbus:publish";
 
 /**
- * The most bytes of JSON `UNPUBLISHED_TYPES` may take of the relay's 4 KB of environment; a stack
- * with more publishes everything (with a warning), as it did before types were left out.
+ * The most bytes `UNPUBLISHED_TYPES` may take of the relay's 4 KB of environment (JSON, compressed
+ * past 1 KB: functions/core/packed-json.ts); a stack with more publishes everything (with a
+ * warning), as it did before types were left out.
  */
 export const MAX_UNPUBLISHED_TYPES_BYTES = 1_024;
 
@@ -40,8 +42,9 @@ export function parsePublish(value: unknown): Publish | undefined {
 
 /**
  * The stored (sequenced) types of the stack that no bus rule of its groups takes and `publish`
- * does not name, sorted. A stream-delivered group reads the stream, not the bus; the group that
- * keeps messages (audit) takes only unsequenced ones, which the relay never publishes. Throws,
+ * does not name, sorted. A stream-delivered group reads the stream, not the bus; the relay sends a
+ * relay-delivered group's stored events to its queue itself, and its rule leaves the relay's out;
+ * the group that keeps messages (audit) takes only unsequenced ones, which the relay never publishes. Throws,
  * naming them, on types in `publish` that are not registered.
  */
 export function unpublishedTypes(topology: Topology, publish: Publish = []): string[] {
@@ -53,7 +56,9 @@ export function unpublishedTypes(topology: Topology, publish: Publish = []): str
     );
   const taken = new Set<string>(publish);
   for (const group of topology.groups) {
-    if (group.delivery === "stream" || group.role.keepsMessages === true) continue;
+    // The relay sends a "relay" group's stored events to its queue itself, bus or not.
+    if (group.delivery === "stream" || group.delivery === "relay" || group.role.keepsMessages)
+      continue;
     for (const subscription of group.subscriptions)
       for (const type of subscription.eventTypes) taken.add(type);
   }
@@ -80,11 +85,11 @@ export function leaveUnpublished(
   const given = publish ?? parsePublish(relay.node.tryGetContext(PUBLISH_CONTEXT_KEY));
   const types = unpublishedTypes(topology, given);
   if (types.length === 0) return [];
-  const value = JSON.stringify(types);
+  const value = packJson(types);
   if (Buffer.byteLength(value) > MAX_UNPUBLISHED_TYPES_BYTES) {
     warn(
       relay,
-      `the event types no rule of the stack takes are ${Buffer.byteLength(value)} bytes of JSON, more than the relay's environment holds for them (${MAX_UNPUBLISHED_TYPES_BYTES}): the relay publishes every type`,
+      `the event types no rule of the stack takes are ${Buffer.byteLength(value)} bytes of JSON (compressed), more than the relay's environment holds for them (${MAX_UNPUBLISHED_TYPES_BYTES}): the relay publishes every type`,
     );
     return [];
   }

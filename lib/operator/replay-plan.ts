@@ -1,3 +1,4 @@
+import { RELAY_EVENT_SOURCE } from "../../functions/adapters/eventbridge/publisher";
 import { outputId } from "../infra/output-ids";
 import { replayName } from "../infra/replay-names";
 
@@ -228,5 +229,26 @@ export function patternTypes(pattern: string | undefined): readonly string[] | u
     return Array.isArray(types) && types.every((t) => typeof t === "string") ? types : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Whether a rule's pattern leaves out the relay's events (a `delivery: "relay"` group's rule: the
+ * relay sends that group its stored events itself), so an archive replay brings it none of them.
+ */
+export function leavesOutRelay(pattern: string | undefined): boolean {
+  try {
+    const source = (JSON.parse(pattern ?? "") as { source?: unknown }).source;
+    return (
+      Array.isArray(source) &&
+      source.some((s) => {
+        const but = (s as { "anything-but"?: unknown } | null)?.["anything-but"];
+        return (
+          but === RELAY_EVENT_SOURCE || (Array.isArray(but) && but.includes(RELAY_EVENT_SOURCE))
+        );
+      })
+    );
+  } catch {
+    return false;
   }
 }

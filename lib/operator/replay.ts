@@ -10,6 +10,7 @@ import { type AwsClient, operation } from "../../functions/adapters/aws/client";
 import { EventAttr } from "../../functions/adapters/dynamodb/tables";
 import {
   archiveNameOf,
+  leavesOutRelay,
   patternTypes,
   type ReplayPlan,
   ReplayRefused,
@@ -79,6 +80,8 @@ export async function estimate(
     for (const arn of plan.ruleArns) {
       const { name, bus } = ruleOfArn(arn);
       const rule = await client.send(new DescribeRuleCommand({ Name: name, EventBusName: bus }));
+      // The stored events of a relay-delivered group are not replayed to it: none to count.
+      if (leavesOutRelay(rule.EventPattern)) continue;
       const ruleTypes = patternTypes(rule.EventPattern);
       if (ruleTypes) for (const t of ruleTypes) selected.add(t);
       else everything = true;

@@ -436,6 +436,7 @@ describe("AgentBus stack: environment contract", () => {
       "BUS_AUDIT",
       "BUS_COMMANDS",
       "BUS_EVENTS",
+      "DIRECT_GROUPS",
       "EVENT_TOPICS",
       "RELAY_FAILURE_QUEUE_URL",
       "UNPUBLISHED_TYPES",

@@ -153,6 +153,66 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
     );
   });
 
+  it("sends the events a DIRECT_GROUPS group's rule takes to its FIFO queue, keyed by order key and event id, published or not", async () => {
+    const fifo = await sqs.send(
+      new CreateQueueCommand({
+        QueueName: `hr-direct-${suffix}.fifo`,
+        Attributes: { FifoQueue: "true" },
+      }),
+    );
+    const failures = await sqs.send(new CreateQueueCommand({ QueueName: `hr-fail-${suffix}` }));
+    const [v1, v2] = taskStream(1, 2) as [Envelope, Envelope];
+    const feedback = feedbackEvent({ taskId: v1.task_id });
+    const reports: RelayReport[] = [];
+    const handler = relayHandler({
+      sqs: fromSdk(sqs),
+      env: {
+        BUS_EVENTS: busName,
+        RELAY_FAILURE_QUEUE_URL: failures.QueueUrl,
+        UNPUBLISHED_TYPES: JSON.stringify([v1.event_type]),
+        DIRECT_GROUPS: JSON.stringify([
+          {
+            group: "projection",
+            queue: `hr-direct-${suffix}.fifo`,
+            rules: { events: { "detail-type": [v1.event_type, v2.event_type] } },
+          },
+        ]),
+      },
+      onReport: (r) => reports.push(r),
+    });
+    await handler(
+      dynamoStreamEvent([v1, v2, feedback].map((e) => dynamoStreamRecord({ ...eventItem(e) }))),
+    );
+    expect(reports[0]?.direct).toEqual({ delivered: 2, calls: 1, retriedEntries: 0 });
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: fifo.QueueUrl,
+        MaxNumberOfMessages: 10,
+        MessageSystemAttributeNames: ["MessageGroupId", "MessageDeduplicationId"],
+      }),
+    );
+    expect(
+      Messages.map((m) => ({
+        body: JSON.parse(m.Body ?? "{}") as unknown,
+        group: m.Attributes?.MessageGroupId,
+        dedup: m.Attributes?.MessageDeduplicationId,
+      })),
+    ).toEqual(
+      [v1, v2].map((e) => ({
+        body: JSON.parse(JSON.stringify(e)),
+        group: e.order_key,
+        dedup: e.event_id,
+      })),
+    );
+    // The unpublished type went to the group's queue, not to the bus.
+    expect((await drain()).map((d) => d.detail.event_id).sort()).toEqual(
+      [v1, v2, feedback]
+        .filter((e) => e.event_type !== v1.event_type)
+        .map((e) => e.event_id)
+        .sort(),
+    );
+  });
+
   it("refuses an UNPUBLISHED_TYPES that is not a JSON array of types, naming it", () => {
     expect(() =>
       relayHandler({ env: { BUS_EVENTS: busName, UNPUBLISHED_TYPES: "workflow.completed" } }),

@@ -3,6 +3,7 @@ import { REPLAY_NAME_PATTERN, replayName, replayNamePrefix } from "../../lib/inf
 import {
   archiveNameOf,
   chosenGroups,
+  leavesOutRelay,
   patternTypes,
   planReplays,
   planSubscriberReplays,
@@ -210,5 +211,14 @@ describe("the replay plan", () => {
     ]);
     expect(patternTypes('{"source":["x"]}')).toBeUndefined();
     expect(patternTypes("not json")).toBeUndefined();
+  });
+
+  it("knows a relay-delivered group's rule, which leaves the relay's stored events out of a replay", () => {
+    expect(
+      leavesOutRelay('{"source":[{"anything-but":["agentbus.relay"]}],"detail-type":["a.b"]}'),
+    ).toBe(true);
+    expect(leavesOutRelay('{"source":[{"prefix":"agentbus"}],"detail-type":["a.b"]}')).toBe(false);
+    expect(leavesOutRelay('{"source":[{"anything-but":["agentbus.cli"]}]}')).toBe(false);
+    expect(leavesOutRelay("not json")).toBe(false);
   });
 });

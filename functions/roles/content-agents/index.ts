@@ -60,6 +60,7 @@ export function contentAgentModule(role: ContentRole) {
     events: CONTENT_EVENT_TYPES,
     entry: handlerBeside(import.meta.url),
     deployment: {
+      delivery: "relay",
       batchSize: 1,
       functionTimeoutSeconds: 120,
       needs: { heartbeat: "events" },

@@ -49,7 +49,7 @@ const RUN_ATTENTION = [
 export const orchestratorModule = defineModule({
   descriptor: ORCHESTRATOR,
   entry: ORCHESTRATOR_ENTRY,
-  deployment: { needs: { orchestrates: true }, attention: RUN_ATTENTION },
+  deployment: { delivery: "relay", needs: { orchestrates: true }, attention: RUN_ATTENTION },
   settings: OrchestratorSettings,
   uses: { queueDepth, workflowRegistry },
   build: (ports, settings) => {

@@ -9,6 +9,7 @@ import { CfnPipe } from "aws-cdk-lib/aws-pipes";
 import type { IQueue, Queue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { EventAttr } from "../../../functions/adapters/dynamodb/tables";
+import { RELAY_EVENT_SOURCE } from "../../../functions/adapters/eventbridge/publisher";
 import { HUB_HANDLERS } from "../hub-handlers";
 import type { ConsumerGroupSubscription } from "./consumer-group-props";
 import type { GroupQueues } from "./consumer-group-queues";
@@ -21,6 +22,7 @@ import {
 } from "./consumer-group-settings";
 import { UNSEQUENCED_DETAIL } from "./consumer-group-subscribers";
 import { AgentBusFunction } from "./function";
+import { SOURCE_PREFIX } from "./topic";
 
 /**
  * How events reach a group's consumer: a rule per subscribed topic; for a FIFO group the hop from
@@ -64,13 +66,21 @@ export function createRules(
         })
       : new SqsQueue(queues.queue, { deadLetterQueue: queues.deadLetterQueue, ...retry });
   return subscriptions.map((subscription) => {
+    const pattern = rulePatternOf(subscription.eventTypes, settings.unsequencedOnly);
     const rule = new Rule(scope, `${pascal(subscription.topic.topicName)}Rule`, {
       eventBus: subscription.topic.bus,
       description: `${settings.groupName}: ${subscription.eventTypes.join(", ")}`.slice(0, 512),
       eventPattern: {
-        source: Match.prefix("agentbus"),
-        detailType: [...new Set(subscription.eventTypes)],
-        ...(settings.unsequencedOnly ? { detail: UNSEQUENCED_DETAIL } : {}),
+        // A "relay" group's stored events come from the relay itself (../../../functions/core/
+        // direct-delivery.ts): its rule takes every other source. A pattern cannot both match a
+        // prefix and leave one value out, so it takes other sources than `agentbus*` too; the
+        // dispatch function checks each envelope as on every path.
+        source:
+          settings.delivery === "relay"
+            ? Match.anythingBut(RELAY_EVENT_SOURCE)
+            : Match.prefix(SOURCE_PREFIX),
+        detailType: pattern["detail-type"],
+        ...(pattern.detail ? { detail: pattern.detail } : {}),
       },
       targets: [target],
     });
@@ -78,6 +88,38 @@ export function createRules(
     (rule.node.defaultChild as CfnRule).eventBusName = subscription.topic.busName;
     return rule;
   });
+}
+
+/**
+ * A group's rule pattern on one topic but its `source`, as EventBridge reads it: the subscribed
+ * types as `detail-type`, and for a group that receives only unsequenced messages their `detail`.
+ * The relay matches the stored events of a "relay" group against it (`DIRECT_GROUPS`).
+ */
+export function rulePatternOf(
+  eventTypes: readonly string[],
+  unsequencedOnly = false,
+): { "detail-type": string[]; detail?: typeof UNSEQUENCED_DETAIL } {
+  return {
+    "detail-type": [...new Set(eventTypes)],
+    ...(unsequencedOnly ? { detail: UNSEQUENCED_DETAIL } : {}),
+  };
+}
+
+/**
+ * A "relay" group's rule patterns but their source, by topic: what the relay matches the stored
+ * events it sends the group against (Relay.deliverTo); undefined for any other delivery.
+ */
+export function relayRulesOf(
+  subscriptions: readonly ConsumerGroupSubscription[],
+  settings: ConsumerGroupSettings,
+): Record<string, unknown> | undefined {
+  if (settings.delivery !== "relay") return undefined;
+  return Object.fromEntries(
+    subscriptions.map((s) => [
+      s.topic.topicName,
+      rulePatternOf(s.eventTypes, settings.unsequencedOnly),
+    ]),
+  );
 }
 
 /** The buffer -> FIFO queue hop of a FIFO group (none for an unordered group). */

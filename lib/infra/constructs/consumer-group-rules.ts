@@ -28,6 +28,13 @@ export type Ordering = (typeof ORDERINGS)[number];
  *   subscriber per topic sends them to the group's FIFO queue with the group id as
  *   `MessageGroupId`. Not verified in an account yet, and no emulator has it (the local runtime
  *   emulates it from the template).
+ * - `relay`: the relay sends each stored event it reads from the events table's stream straight to
+ *   the group's FIFO queue (MessageGroupId = order key, MessageDeduplicationId = event id), when
+ *   the group's rule takes it: no bus event, buffer queue or dispatch function per stored event.
+ *   What is not stored (a client's, the CLI's or the front door's PutEvents, the sweeper, heartbeats,
+ *   `agentbus republish`, an archive replay) still takes the rule, buffer and dispatch function,
+ *   whose rule leaves out the relay's own source. Not with `tenantConcurrency` or a
+ *   `deliveryBatchingWindow`, which only the dispatch function applies.
  * - `stream`: no bus, no rule, no buffer and no FIFO queue. The consumer reads the events table's
  *   stream itself, in batches, through an event source mapping that lets through only the INSERTs of
  *   the subscribed types (Lambda event filtering: what it drops is not billed). For groups that emit
@@ -35,7 +42,7 @@ export type Ordering = (typeof ORDERINGS)[number];
  *   repair from the event store), their dedup from the inbox and checkpoints as on every path. The
  *   group keeps a standard queue, fed only by a redrive of its dead letters.
  */
-export const DELIVERIES = ["dispatch-function", "pipe", "subscriber", "stream"] as const;
+export const DELIVERIES = ["dispatch-function", "pipe", "subscriber", "relay", "stream"] as const;
 export type Delivery = (typeof DELIVERIES)[number];
 
 /** Envelope fields a group may be ordered by (its FIFO message group). */

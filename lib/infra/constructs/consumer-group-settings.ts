@@ -221,6 +221,12 @@ function deliveryBatchingWindowOf(
     );
     return given;
   }
+  if (group.delivery === "relay") {
+    problems.push(
+      `deliveryBatchingWindow ${given.toHumanString()} needs delivery "dispatch-function" or "pipe" (the relay sends a "relay" group's stored events as it reads them; only a dispatch function or a pipe gathers batches)`,
+    );
+    return given;
+  }
   if (group.delivery === "subscriber" || group.delivery === "stream") {
     problems.push(
       `deliveryBatchingWindow ${given.toHumanString()} needs delivery "dispatch-function" or "pipe" (a ${group.delivery} has no buffer to gather from; a stream group's own window is maxBatchingWindow)`,

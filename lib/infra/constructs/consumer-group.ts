@@ -14,6 +14,7 @@ import {
   addStreamEventSource,
   createDeliveryHop,
   createRules,
+  relayRulesOf,
 } from "./consumer-group-delivery";
 import {
   alarmsOf,
@@ -86,6 +87,11 @@ export class ConsumerGroup extends Construct {
   readonly subscribers: readonly CfnSubscriber[];
   /** The subscribers' delivery role: send on the FIFO queue and its dead-letter queue. */
   readonly subscriberRole?: Role;
+  /**
+   * `delivery: "relay"`: topic -> the pattern of the group's rule on it but its source, against
+   * which the relay matches the stored events it sends to `queue` itself (Relay.deliverTo).
+   */
+  readonly relayRules?: Readonly<Record<string, unknown>>;
   readonly consumer: AgentBusFunction;
   /** The model the consumer calls, if it calls one. */
   get model(): ModelSetting | undefined {
@@ -118,8 +124,7 @@ export class ConsumerGroup extends Construct {
     this.deadLetterQueues = deadLetterQueuesOf(queues);
 
     if (settings.delivery === "stream") {
-      // Read from the events table's stream by the consumer itself: no rule, no hop.
-      this.rules = [];
+      this.rules = []; // Read from the events table's stream by the consumer itself: no hop.
       this.subscribers = [];
     } else if (settings.delivery === "subscriber" && queues.bufferDeadLetterQueue) {
       const delivery = createSubscribers(
@@ -134,6 +139,7 @@ export class ConsumerGroup extends Construct {
       this.subscriberRole = delivery.role;
     } else {
       this.rules = createRules(this, props.subscriptions, settings, queues);
+      this.relayRules = relayRulesOf(props.subscriptions, settings);
       const hop = createDeliveryHop(this, settings, queues, props.tables.inbox);
       this.dispatcher = hop.dispatcher;
       this.pipe = hop.pipe;

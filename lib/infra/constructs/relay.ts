@@ -1,4 +1,4 @@
-import { Duration, Validations } from "aws-cdk-lib";
+import { Duration, Token, Validations } from "aws-cdk-lib";
 import {
   Alarm,
   ComparisonOperator,
@@ -8,8 +8,10 @@ import {
 } from "aws-cdk-lib/aws-cloudwatch";
 import { FilterCriteria, FilterRule, StartingPosition } from "aws-cdk-lib/aws-lambda";
 import { DynamoEventSource, SqsDlq } from "aws-cdk-lib/aws-lambda-event-sources";
-import { type CfnQueue, Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
+import { type CfnQueue, type IQueue, Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { DIRECT_GROUPS_ENV, type DirectGroup } from "../../../functions/core/direct-delivery";
+import { packJson } from "../../../functions/core/packed-json";
 import { HUB_HANDLERS } from "../hub-handlers";
 import { retentionAt } from "../retention";
 import { ALARM_ACTIONS } from "./alarm-commands";
@@ -236,6 +238,26 @@ export class Relay extends Construct {
   }
 
   /**
+   * The groups the relay delivers itself (`delivery: "relay"`): their FIFO queues' names and their
+   * rules' patterns in `DIRECT_GROUPS` (JSON, compressed past 1 KB: functions/core/packed-json.ts),
+   * and `sqs:SendMessage` (which SendMessageBatch needs) on exactly those queues. A queue is named,
+   * not given by URL: its URL is the failure queue's with its own name, both queues of this stack
+   * (same account and Region), so the value holds no token and packs. No resource of its own: a
+   * statement in the relay's policy.
+   */
+  deliverTo(groups: readonly DirectlyDelivered[]): void {
+    const direct = groups.filter((g) => g.relayRules !== undefined);
+    if (direct.length === 0) return;
+    const value: DirectGroup[] = direct.map((g) => ({
+      group: g.groupName,
+      queue: queueNameOf(g.queue),
+      rules: g.relayRules ?? {},
+    }));
+    this.function.addEnvironment(DIRECT_GROUPS_ENV, packJson(value));
+    for (const group of direct) group.queue.grant(this.function, "sqs:SendMessage");
+  }
+
+  /**
    * A topic that a `delivery: "subscriber"` group reads has a new bus besides its classic one: the
    * relay publishes to both, that one's ARN in `BUS_V2_<TOPIC>`, with `events:PutEvents` on it.
    * Called once every group has asked for its topics' buses; a topic already wired is skipped.
@@ -250,6 +272,22 @@ export class Relay extends Construct {
       topic.grantPutEventsToSubscriberBus(this.function);
     }
   }
+}
+
+/** A group as `Relay.deliverTo` reads it (a ConsumerGroup). */
+export interface DirectlyDelivered {
+  readonly groupName: string;
+  readonly queue: IQueue;
+  /** Its rules' patterns but their source, by topic, when the relay delivers it. */
+  readonly relayRules?: Readonly<Record<string, unknown>>;
+}
+
+/** The physical name of a queue of the stack (they are all named at synth: no token). */
+function queueNameOf(queue: IQueue): string {
+  const name = (queue.node.defaultChild as CfnQueue | undefined)?.queueName;
+  if (!name || Token.isUnresolved(name))
+    throw new Error(`relay: the queue ${queue.node.path} has no name known at synth`);
+  return name;
 }
 
 /** The relay's props with their defaults, checked; throws naming the bad value. */
