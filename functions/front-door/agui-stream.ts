@@ -4,8 +4,11 @@ import { type AggregateRef, type Envelope, tenantOf } from "../../schemas";
 import { MAX_STREAM_VERSION } from "../../schemas/envelope";
 import { CONVERSATION_AGGREGATE } from "../../schemas/events/conversation";
 import { tenantConversationId } from "../../schemas/ids";
+import { AGENT_RUN_AGGREGATE } from "../core/agent/agent-role";
+import type { ContentStore } from "../core/agent/content";
 import type { EventStore } from "../core/ports";
 import type { ConversationView } from "../roles/customer-support/conversation-projection/conversation-projection";
+import { refundRunId } from "../roles/refund-review/ids";
 import { conversationFactEvents, type Thread } from "./agui-events";
 import {
   advance,
@@ -17,6 +20,7 @@ import {
   pendingAfter,
   START,
 } from "./agui-position";
+import { toolCallArgsOf } from "./agui-tool-args";
 import { CONVERSATION_VIEW, conversationOf } from "./api";
 import { fail } from "./http";
 import type { Caller } from "./identity";
@@ -49,6 +53,11 @@ export interface AguiPorts {
   readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]>;
   /** Opens the personal fields of `envelopes` (the function's vault); absent: left sealed. */
   open?(envelopes: readonly Envelope[]): Promise<Envelope[]>;
+  /**
+   * The content store, where a run's agents keep their model turns (a tool call's input: its
+   * TOOL_CALL_ARGS, ./agui-run.ts); absent: every call's args are ARGS_UNAVAILABLE.
+   */
+  readonly content?: Pick<ContentStore, "getMany">;
 }
 
 /** Where a sent event goes, and whether the client is still there. */
@@ -60,8 +69,21 @@ export interface AguiSink {
 /** One poll: "more" to poll again, "done" once the stream has nothing more to send. */
 export type AguiPoll = (sink: AguiSink) => Promise<"more" | "done">;
 
-/** A turn's streams after the conversation's, in the order a fresh read sends them. */
+/** The streams of a turn's roles, keyed by its task id, in the order a fresh read sends them. */
 export const TURN_STREAMS = ["support_route", "order_lookup", "reply", "delivery"] as const;
+
+/**
+ * A turn's streams after the conversation's, in the order a fresh read sends them: its roles'
+ * (TURN_STREAMS), then the refund agent's run of the turn, where it records its tool calls. Each
+ * is `<turn>.<n>` in the position, numbered in this order: a stream is only ever added at the
+ * end, so a position written before means the same.
+ */
+export function turnStreamsOf(taskId: string): AggregateRef[] {
+  return [
+    ...TURN_STREAMS.map((type) => ({ type, id: taskId })),
+    { type: AGENT_RUN_AGGREGATE, id: refundRunId(taskId) },
+  ];
+}
 const CONVERSATION_KEY = "c";
 
 /** The position a `Last-Event-ID` names (400 when it names none), or the start. */
@@ -133,7 +155,13 @@ export async function conversationAgui(
       at = keepKeys(at, (key) => key === CONVERSATION_KEY || turns.has(turnOfKey(key)));
     } else if (view) facts = await underWayFacts(ports, view, { read, turns, seen });
     else return "more";
-    at = sendPending(sink, facts, at, (e) => conversationFactEvents(thread, e));
+    const args = await toolCallArgsOf(
+      ports.content,
+      facts.map((f) => f.fact),
+    );
+    at = sendPending(sink, facts, at, (e) =>
+      conversationFactEvents(thread, e, args.get(e.event_id)),
+    );
     return "more";
   };
 }
@@ -225,9 +253,9 @@ async function turnFacts(
   read: Record<string, number>,
 ): Promise<PlacedFact<Envelope>[]> {
   const facts: PlacedFact<Envelope>[] = [];
-  for (const [index, type] of TURN_STREAMS.entries()) {
+  for (const [index, stream] of turnStreamsOf(taskId).entries()) {
     const key = `${turn}.${index + 1}`;
-    for (const fact of await readAfter(ports, { type, id: taskId }, read[key] ?? 0)) {
+    for (const fact of await readAfter(ports, stream, read[key] ?? 0)) {
       read[key] = fact.aggregate.version;
       facts.push({ key, version: fact.aggregate.version, sort: [turn, index + 1], fact });
     }
