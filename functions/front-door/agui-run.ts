@@ -34,8 +34,8 @@ import type { Caller } from "./identity";
  * stream after what was read (all of it when the stream opens: the assignments' numbers come
  * from it) and the stream of each assignment not yet answered. A fresh read sends the run's facts
  * by version, each assignment's facts right after the command that opened it. Once the run has
- * ended and everything is sent, the stream closes.
- * An agent's tool call shows its input, read from the content store (./agui-tool-args.ts).
+ * ended and everything is sent, the stream closes. An agent's tool call shows its input, read
+ * from the content store (./agui-tool-args.ts).
  */
 
 export const RUN_KEY = "r";

@@ -35,8 +35,8 @@ import type { Caller } from "./identity";
  *
  * What is read, and when:
  * - a conversation: its stream `conversation/<id>` (each accepted message opens a turn) and each
- *   turn's streams (`support_route`, `order_lookup`, `reply`, `delivery` by task id), for the
- *   turns its view keeps (the newest 50, as `GET /v1/conversations/{id}` shows). The view is the
+ *   turn's streams (`support_route`, `order_lookup`, `reply`, `delivery` by task id, then its
+ *   refund agent's run: `turnStreamsOf`), for the turns its view keeps (the newest 50, as `GET /v1/conversations/{id}` shows). The view is the
  *   signal: one read of it per poll, and only when its revision moved are the streams read, the
  *   conversation's after what was read, and those of the turns that changed (every turn when
  *   the stream opens). Besides, at every poll, the streams of the newest UNDER_WAY_TURNS_READ
@@ -44,6 +44,8 @@ import type { Caller } from "./identity";
  *   not when the view's projection has folded it. A fresh read sends the facts by turn (oldest
  *   first), within a turn by stream in that order, within a stream by version.
  * - a run: its stream and its assignments' streams (./agui-run.ts).
+ * - either: the model turns that hold the inputs of the agents' tool calls it sends, once per
+ *   connection (./agui-tool-args.ts).
  */
 
 /** What an AG-UI stream reads. */
@@ -54,8 +56,8 @@ export interface AguiPorts {
   /** Opens the personal fields of `envelopes` (the function's vault); absent: left sealed. */
   open?(envelopes: readonly Envelope[]): Promise<Envelope[]>;
   /**
-   * The content store, where a run's agents keep their model turns (a tool call's input: its
-   * TOOL_CALL_ARGS, ./agui-run.ts); absent: every call's args are ARGS_UNAVAILABLE.
+   * The content store, where agents keep their model turns (a tool call's input: its
+   * TOOL_CALL_ARGS, ./agui-tool-args.ts); absent: every call's args are ARGS_UNAVAILABLE.
    */
   readonly content?: Pick<ContentStore, "getMany">;
 }
@@ -69,19 +71,23 @@ export interface AguiSink {
 /** One poll: "more" to poll again, "done" once the stream has nothing more to send. */
 export type AguiPoll = (sink: AguiSink) => Promise<"more" | "done">;
 
-/** The streams of a turn's roles, keyed by its task id, in the order a fresh read sends them. */
+/** The streams of a turn's roles, keyed by its task id (numbered 1 to 4 in the position). */
 export const TURN_STREAMS = ["support_route", "order_lookup", "reply", "delivery"] as const;
 
 /**
- * A turn's streams after the conversation's, in the order a fresh read sends them: its roles'
- * (TURN_STREAMS), then the refund agent's run of the turn, where it records its tool calls. Each
- * is `<turn>.<n>` in the position, numbered in this order: a stream is only ever added at the
- * end, so a position written before means the same.
+ * A turn's streams after the conversation's, in the order a fresh read sends them, each with its
+ * number `n` in the position (`<turn>.<n>`): its router's, its refund agent's run (where it
+ * records its tool calls), then its other roles'. A number is its stream's for good (a position
+ * names a stream by it): the refund agent's run, added after the four, is 5.
  */
-export function turnStreamsOf(taskId: string): AggregateRef[] {
+export function turnStreamsOf(taskId: string): { n: number; stream: AggregateRef }[] {
+  const [route, lookup, reply, delivery] = TURN_STREAMS;
   return [
-    ...TURN_STREAMS.map((type) => ({ type, id: taskId })),
-    { type: AGENT_RUN_AGGREGATE, id: refundRunId(taskId) },
+    { n: 1, stream: { type: route, id: taskId } },
+    { n: 5, stream: { type: AGENT_RUN_AGGREGATE, id: refundRunId(taskId) } },
+    { n: 2, stream: { type: lookup, id: taskId } },
+    { n: 3, stream: { type: reply, id: taskId } },
+    { n: 4, stream: { type: delivery, id: taskId } },
   ];
 }
 const CONVERSATION_KEY = "c";
@@ -253,8 +259,8 @@ async function turnFacts(
   read: Record<string, number>,
 ): Promise<PlacedFact<Envelope>[]> {
   const facts: PlacedFact<Envelope>[] = [];
-  for (const [index, stream] of turnStreamsOf(taskId).entries()) {
-    const key = `${turn}.${index + 1}`;
+  for (const [index, { n, stream }] of turnStreamsOf(taskId).entries()) {
+    const key = `${turn}.${n}`;
     for (const fact of await readAfter(ports, stream, read[key] ?? 0)) {
       read[key] = fact.aggregate.version;
       facts.push({ key, version: fact.aggregate.version, sort: [turn, index + 1], fact });

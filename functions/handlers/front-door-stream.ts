@@ -125,8 +125,7 @@ export function createFrontDoorStreamHandler(
   const tables = { state: env.STATE_TABLE, events: env.EVENTS_TABLE ?? "", inbox: "" };
   const dynamo = new DynamoConsumerStore({ client: dynamodb, tables });
   const store = options.store ?? dynamo;
-  const events =
-    options.events ?? eventsOf(rawEnv, dynamo, { dynamodb, kms: options.kms }, clock, tables.state);
+  const events = options.events ?? eventsOf(rawEnv, dynamo, { dynamodb, kms: options.kms }, clock);
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const a2a = a2aOf(env, { store, clock, sleep, eventbridge: options.eventbridge, tracer });
   return async (event, respond) => {
@@ -213,21 +212,20 @@ function bodyOf(event: LambdaFunctionURLEvent): { body?: string } {
 
 /**
  * The event store's streams with the vault's opening, where the function has an events table, and
- * the content store on the state table (a run's agents' tool calls' inputs).
+ * the content store on the state table (the agents' tool calls' inputs).
  */
 function eventsOf(
   env: Readonly<Record<string, string | undefined>>,
   dynamo: DynamoConsumerStore,
   clients: { dynamodb: AwsClient; kms: AwsClient | undefined },
   clock: Clock,
-  stateTable: string,
 ): StreamPorts["events"] {
-  if (!env.EVENTS_TABLE) return undefined;
+  if (!env.EVENTS_TABLE || !env.STATE_TABLE) return undefined;
   const kms = clients.kms ?? containerAwsClient();
   const vault = vaultOf(env, { dynamodb: clients.dynamodb, kms }, clock);
   return {
     readStream: (stream, from, to) => dynamo.readStream(stream, from, to),
-    content: new DynamoContentStore({ client: clients.dynamodb, tableName: stateTable }),
+    content: new DynamoContentStore({ client: clients.dynamodb, tableName: env.STATE_TABLE }),
     ...(vault ? { open: (envelopes) => vault.openAll(envelopes) } : {}),
   };
 }

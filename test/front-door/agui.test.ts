@@ -636,6 +636,7 @@ describe("the AG-UI routes over an event store in memory", () => {
         }),
       );
     append(at(fact("refund.approved", "task_1", { order_id: "A-1002" }), "agent_run", run));
+    append(reply("task_1", "Refunded."));
 
     const all = await read(withContent);
     await expect(verified(all.map((e) => e.event))).resolves.toHaveLength(all.length);
@@ -650,8 +651,13 @@ describe("the AG-UI routes over an event store in memory", () => {
       "start issue_refund",
       'args {"order_id":"A-1002","amount_cents":2500}',
     ]);
-    // The refund agent's run is the turn's fifth stream; its turn was read once, in five polls.
-    expect(all.at(-1)?.id).toBe("1.1=1,1.5=3,c=1");
+    // The refund agent's run is the turn's fifth stream, sent after the router's and before the
+    // reply; its turn was read once, in five polls.
+    const types: string[] = all.map(({ event }) => event.type);
+    expect(types.lastIndexOf("TOOL_CALL_RESULT")).toBeLessThan(
+      types.lastIndexOf("TEXT_MESSAGE_CONTENT"),
+    );
+    expect(all.at(-1)?.id).toBe("1.1=1,1.3=1,1.5=4,c=1");
     expect(reads).toEqual([[turnRef]]);
     for (let cut = 0; cut < all.length; cut++)
       expect(await read(withContent, all[cut]?.id), `after ${cut}`).toEqual(all.slice(cut + 1));
