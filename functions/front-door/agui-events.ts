@@ -23,6 +23,7 @@ import { isSealed } from "../core/personal-data/vault";
  * | `reply.held_for_review`                  | the run finishes with an `interrupt` outcome: a person decides |
  * | `support.cancelled`                      | the run finishes `cancelled`                                  |
  * | each of those and `support.routed`, `reply.rejected`, `notification.*`, `support.step.failed`, `support.superseded` | a `STATE_DELTA` on `/<task_id>`: the turn's status and fields |
+ * | the refund agent's step after a tool call | a tool call named by the tool (args: its input), its outcome  |
  *
  * The state is an object with one member per turn (its task id), as `GET /v1/conversations/{id}`
  * shows each turn. A held reply's text is not shown before a person released it, as the GET
@@ -76,9 +77,13 @@ const CONVERSATION_BODIES: Readonly<Record<string, Body>> = {
 };
 
 /** The AG-UI events of one fact of a conversation (none for a fact a client is not shown). */
-export function conversationFactEvents(thread: Thread, event: Envelope): BaseEvent[] {
+export function conversationFactEvents(
+  thread: Thread,
+  event: Envelope,
+  args?: string,
+): BaseEvent[] {
   const fields = TURN_FIELDS[event.event_type];
-  if (!fields) return [];
+  if (!fields) return agentToolCallEvents(thread, event, args);
   const payload = payloadOf(event);
   const body = CONVERSATION_BODIES[event.event_type]?.(event, payload) ?? [];
   const delta: BaseEvent = {
@@ -130,9 +135,18 @@ export function isNodeAnswer(event: Envelope): boolean {
  * item: `<node_id>[<index>]`) around a `STATE_DELTA` that sets `/nodes/<step>` to its state and
  * output (or error); each tool call its agent made is a tool call with its outcome as the result.
  */
-export function nodeFactEvents(thread: Thread, event: Envelope): BaseEvent[] {
-  const payload = payloadOf(event);
-  const body = isNodeAnswer(event) ? nodeAnswer(payload) : agentToolCall(event, payload);
+export function nodeFactEvents(thread: Thread, event: Envelope, args?: string): BaseEvent[] {
+  if (!isNodeAnswer(event)) return agentToolCallEvents(thread, event, args);
+  return [runStarted(thread, event), ...nodeAnswer(payloadOf(event)), runFinished(thread, event)];
+}
+
+/**
+ * A tool call an agent recorded (a node's agent in a run, the refund agent in a conversation's
+ * turn) as an AG-UI run of its own; none for any other fact. `args`: its input as read
+ * (./agui-tool-args.ts).
+ */
+function agentToolCallEvents(thread: Thread, event: Envelope, args?: string): BaseEvent[] {
+  const body = agentToolCall(event, payloadOf(event), args);
   return body.length === 0 ? [] : [runStarted(thread, event), ...body, runFinished(thread, event)];
 }
 
@@ -153,17 +167,22 @@ function nodeAnswer(payload: Payload): BaseEvent[] {
 
 /**
  * A tool call an agent's loop made (functions/core/agent): its step command after a tool step
- * names the call, the tool and its outcome. The call's input and output are in the content
- * store, which the stream does not read: the call has no `TOOL_CALL_ARGS`, and its result is the
- * outcome (`{"outcome": ...}`).
+ * names the call, the tool, its outcome and the model turn that asked for it (`turn_ref`). Its
+ * `TOOL_CALL_ARGS` is the call's input, read from that turn in the content store
+ * (`toolCallTurn`, `toolCallArgs`); `args` is what was read, ARGS_UNAVAILABLE when nothing could
+ * be. A step command stored before `turn_ref` has no `TOOL_CALL_ARGS`: whether a fact has one
+ * depends on the fact alone, never on a read, so its events are as many on every read. The
+ * result is the outcome (`{"outcome": ...}`): the call's output is not read.
  */
-function agentToolCall(event: Envelope, payload: Payload): BaseEvent[] {
+function agentToolCall(event: Envelope, payload: Payload, args: string | undefined): BaseEvent[] {
   const done = payload.done as Payload | undefined;
   if (!event.event_type.endsWith(".step.requested") || done?.kind !== "tool") return [];
   if (typeof done.tool_call_id !== "string" || typeof done.tool !== "string") return [];
   const toolCallId = `${event.aggregate.id}:${done.tool_call_id}`;
+  const delta = typeof done.turn_ref === "string" ? (args ?? ARGS_UNAVAILABLE) : undefined;
   return [
     { type: EventType.TOOL_CALL_START, toolCallId, toolCallName: done.tool },
+    ...(delta === undefined ? [] : [{ type: EventType.TOOL_CALL_ARGS, toolCallId, delta }]),
     { type: EventType.TOOL_CALL_END, toolCallId },
     {
       type: EventType.TOOL_CALL_RESULT,
@@ -173,6 +192,45 @@ function agentToolCall(event: Envelope, payload: Payload): BaseEvent[] {
       role: "tool",
     },
   ] as BaseEvent[];
+}
+
+/**
+ * The `TOOL_CALL_ARGS` delta of a call whose input cannot be read (its turn is no longer in the
+ * content store, or does not hold the call): JSON `null`, which no tool's input is (a tool's
+ * input is an object).
+ */
+export const ARGS_UNAVAILABLE = "null";
+
+/** The call an agent's tool step names, and the turn its input is in; undefined for any other fact. */
+export function toolCallTurn(event: Envelope): { turnRef: string; callId: string } | undefined {
+  if (!event.event_type.endsWith(".step.requested")) return undefined;
+  const done = payloadOf(event).done as Payload | undefined;
+  if (done?.kind !== "tool" || typeof done.turn_ref !== "string") return undefined;
+  return typeof done.tool_call_id === "string"
+    ? { turnRef: done.turn_ref, callId: done.tool_call_id }
+    : undefined;
+}
+
+/**
+ * The `TOOL_CALL_ARGS` delta of call `callId`: its input in the stored turn `turnText` (a model
+ * message, functions/core/model.ts), as JSON, every sealed value shown SEALED_SHOWN (a run's
+ * texts are stored plain and written `[erased]` in place when its customer is erased, so what
+ * is read is what a person with the tenant's access is shown); ARGS_UNAVAILABLE when the turn
+ * was not read or does not hold the call.
+ */
+export function toolCallArgs(turnText: string | undefined, callId: string): string {
+  if (turnText === undefined) return ARGS_UNAVAILABLE;
+  let turn: unknown;
+  try {
+    turn = JSON.parse(turnText);
+  } catch {
+    return ARGS_UNAVAILABLE;
+  }
+  const calls = (turn as { toolCalls?: unknown } | null)?.toolCalls;
+  const call = Array.isArray(calls)
+    ? (calls as Payload[]).find((c) => c !== null && typeof c === "object" && c.id === callId)
+    : undefined;
+  return call && "input" in call ? JSON.stringify(shownPayload(call.input)) : ARGS_UNAVAILABLE;
 }
 
 const RUN_ENDS: Readonly<Record<string, string>> = {

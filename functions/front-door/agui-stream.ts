@@ -4,8 +4,11 @@ import { type AggregateRef, type Envelope, tenantOf } from "../../schemas";
 import { MAX_STREAM_VERSION } from "../../schemas/envelope";
 import { CONVERSATION_AGGREGATE } from "../../schemas/events/conversation";
 import { tenantConversationId } from "../../schemas/ids";
+import { AGENT_RUN_AGGREGATE } from "../core/agent/agent-role";
+import type { ContentStore } from "../core/agent/content";
 import type { EventStore } from "../core/ports";
 import type { ConversationView } from "../roles/customer-support/conversation-projection/conversation-projection";
+import { refundRunId } from "../roles/refund-review/ids";
 import { conversationFactEvents, type Thread } from "./agui-events";
 import {
   advance,
@@ -17,6 +20,7 @@ import {
   pendingAfter,
   START,
 } from "./agui-position";
+import { toolCallArgsOf } from "./agui-tool-args";
 import { CONVERSATION_VIEW, conversationOf } from "./api";
 import { fail } from "./http";
 import type { Caller } from "./identity";
@@ -31,8 +35,8 @@ import type { Caller } from "./identity";
  *
  * What is read, and when:
  * - a conversation: its stream `conversation/<id>` (each accepted message opens a turn) and each
- *   turn's streams (`support_route`, `order_lookup`, `reply`, `delivery` by task id), for the
- *   turns its view keeps (the newest 50, as `GET /v1/conversations/{id}` shows). The view is the
+ *   turn's streams (`support_route`, `order_lookup`, `reply`, `delivery` by task id, then its
+ *   refund agent's run: `turnStreamsOf`), for the turns its view keeps (the newest 50, as `GET /v1/conversations/{id}` shows). The view is the
  *   signal: one read of it per poll, and only when its revision moved are the streams read, the
  *   conversation's after what was read, and those of the turns that changed (every turn when
  *   the stream opens). Besides, at every poll, the streams of the newest UNDER_WAY_TURNS_READ
@@ -40,6 +44,8 @@ import type { Caller } from "./identity";
  *   not when the view's projection has folded it. A fresh read sends the facts by turn (oldest
  *   first), within a turn by stream in that order, within a stream by version.
  * - a run: its stream and its assignments' streams (./agui-run.ts).
+ * - either: the model turns that hold the inputs of the agents' tool calls it sends, once per
+ *   connection (./agui-tool-args.ts).
  */
 
 /** What an AG-UI stream reads. */
@@ -49,6 +55,11 @@ export interface AguiPorts {
   readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]>;
   /** Opens the personal fields of `envelopes` (the function's vault); absent: left sealed. */
   open?(envelopes: readonly Envelope[]): Promise<Envelope[]>;
+  /**
+   * The content store, where agents keep their model turns (a tool call's input: its
+   * TOOL_CALL_ARGS, ./agui-tool-args.ts); absent: every call's args are ARGS_UNAVAILABLE.
+   */
+  readonly content?: Pick<ContentStore, "getMany">;
 }
 
 /** Where a sent event goes, and whether the client is still there. */
@@ -60,8 +71,25 @@ export interface AguiSink {
 /** One poll: "more" to poll again, "done" once the stream has nothing more to send. */
 export type AguiPoll = (sink: AguiSink) => Promise<"more" | "done">;
 
-/** A turn's streams after the conversation's, in the order a fresh read sends them. */
+/** The streams of a turn's roles, keyed by its task id (numbered 1 to 4 in the position). */
 export const TURN_STREAMS = ["support_route", "order_lookup", "reply", "delivery"] as const;
+
+/**
+ * A turn's streams after the conversation's, in the order a fresh read sends them, each with its
+ * number `n` in the position (`<turn>.<n>`): its router's, its refund agent's run (where it
+ * records its tool calls), then its other roles'. A number is its stream's for good (a position
+ * names a stream by it): the refund agent's run, added after the four, is 5.
+ */
+export function turnStreamsOf(taskId: string): { n: number; stream: AggregateRef }[] {
+  const [route, lookup, reply, delivery] = TURN_STREAMS;
+  return [
+    { n: 1, stream: { type: route, id: taskId } },
+    { n: 5, stream: { type: AGENT_RUN_AGGREGATE, id: refundRunId(taskId) } },
+    { n: 2, stream: { type: lookup, id: taskId } },
+    { n: 3, stream: { type: reply, id: taskId } },
+    { n: 4, stream: { type: delivery, id: taskId } },
+  ];
+}
 const CONVERSATION_KEY = "c";
 
 /** The position a `Last-Event-ID` names (400 when it names none), or the start. */
@@ -133,7 +161,13 @@ export async function conversationAgui(
       at = keepKeys(at, (key) => key === CONVERSATION_KEY || turns.has(turnOfKey(key)));
     } else if (view) facts = await underWayFacts(ports, view, { read, turns, seen });
     else return "more";
-    at = sendPending(sink, facts, at, (e) => conversationFactEvents(thread, e));
+    const args = await toolCallArgsOf(
+      ports.content,
+      facts.map((f) => f.fact),
+    );
+    at = sendPending(sink, facts, at, (e) =>
+      conversationFactEvents(thread, e, args.get(e.event_id)),
+    );
     return "more";
   };
 }
@@ -225,9 +259,9 @@ async function turnFacts(
   read: Record<string, number>,
 ): Promise<PlacedFact<Envelope>[]> {
   const facts: PlacedFact<Envelope>[] = [];
-  for (const [index, type] of TURN_STREAMS.entries()) {
-    const key = `${turn}.${index + 1}`;
-    for (const fact of await readAfter(ports, { type, id: taskId }, read[key] ?? 0)) {
+  for (const [index, { n, stream }] of turnStreamsOf(taskId).entries()) {
+    const key = `${turn}.${n}`;
+    for (const fact of await readAfter(ports, stream, read[key] ?? 0)) {
       read[key] = fact.aggregate.version;
       facts.push({ key, version: fact.aggregate.version, sort: [turn, index + 1], fact });
     }

@@ -4,6 +4,7 @@ import { type CryptoKey, createRemoteJWKSet, type JWTVerifyGetKey } from "jose";
 import { registry } from "../../schemas";
 import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
+import { DynamoContentStore } from "../adapters/dynamodb/content";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { parseEnv } from "../core/parse-env";
@@ -37,7 +38,8 @@ import { vaultOf } from "./vault";
  * browser's EventSource (which cannot set headers), the query's `access_token`. A HEAD request is
  * answered the stream's head, no events. It reads the state table (the conversation views and
  * the runs) and, for the AG-UI routes, the events table (`EVENTS_TABLE`), opening personal fields
- * with the customer keys where the stack keeps them (`CUSTOMER_KEYS_*`: ./vault).
+ * with the customer keys where the stack keeps them (`CUSTOMER_KEYS_*`: ./vault), and the
+ * agents' model turns in the content store (on the state table) for their tool calls' inputs.
  */
 export const FrontDoorStreamEnv = z.object({
   STATE_TABLE: z.string().check(z.minLength(1)),
@@ -208,18 +210,22 @@ function bodyOf(event: LambdaFunctionURLEvent): { body?: string } {
   };
 }
 
-/** The event store's streams with the vault's opening, where the function has an events table. */
+/**
+ * The event store's streams with the vault's opening, where the function has an events table, and
+ * the content store on the state table (the agents' tool calls' inputs).
+ */
 function eventsOf(
   env: Readonly<Record<string, string | undefined>>,
   dynamo: DynamoConsumerStore,
   clients: { dynamodb: AwsClient; kms: AwsClient | undefined },
   clock: Clock,
 ): StreamPorts["events"] {
-  if (!env.EVENTS_TABLE) return undefined;
+  if (!env.EVENTS_TABLE || !env.STATE_TABLE) return undefined;
   const kms = clients.kms ?? containerAwsClient();
   const vault = vaultOf(env, { dynamodb: clients.dynamodb, kms }, clock);
   return {
     readStream: (stream, from, to) => dynamo.readStream(stream, from, to),
+    content: new DynamoContentStore({ client: clients.dynamodb, tableName: env.STATE_TABLE }),
     ...(vault ? { open: (envelopes) => vault.openAll(envelopes) } : {}),
   };
 }

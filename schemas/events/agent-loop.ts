@@ -34,6 +34,13 @@ export const AgentStepDone = z.object({
   tool: z.optional(ToolName),
   outcome: z.optional(z.string().check(z.maxLength(512))),
   key: z.optional(z.string().check(z.maxLength(512))),
+  /**
+   * A tool call's: the content reference (functions/core/agent/content.ts) of the model turn that
+   * asked for it, whose `toolCalls` hold the call's input (the AG-UI run stream's TOOL_CALL_ARGS).
+   */
+  turn_ref: z.optional(
+    z.string().check(z.regex(/^[0-9a-f]{64}$/, { message: "must be a content reference" })),
+  ),
   input_tokens: z.optional(z.int().check(z.nonnegative())),
   output_tokens: z.optional(z.int().check(z.nonnegative())),
   latency_ms: z.optional(z.number().check(z.nonnegative())),

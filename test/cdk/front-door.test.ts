@@ -395,7 +395,7 @@ describe("the front door", () => {
     );
     const dynamodb = statements.filter((s) => s.Action.some((a) => a.startsWith("dynamodb:")));
     expect(
-      dynamodb.slice(0, 2).map((s) => ({ actions: s.Action, condition: s.Condition })),
+      dynamodb.slice(0, 3).map((s) => ({ actions: s.Action, condition: s.Condition })),
     ).toEqual([
       {
         actions: ["dynamodb:GetItem"],
@@ -423,13 +423,18 @@ describe("the front door", () => {
           },
         },
       },
+      // Their tool calls' inputs: the agents' model turns in the content store, and nothing else.
+      {
+        actions: ["dynamodb:BatchGetItem"],
+        condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["content#*"] } },
+      },
     ]);
     expect(resource.Properties.Environment).toMatchObject({
       Variables: { EVENTS_TABLE: expect.anything() },
     });
     // The rest opens personal fields (the customer keys' reads and Decrypt, never a seal), and
     // puts the A2A agents' commands on the commands bus.
-    const rest = statements.filter((s) => !dynamodb.slice(0, 2).includes(s));
+    const rest = statements.filter((s) => !dynamodb.slice(0, 3).includes(s));
     expect(rest.flatMap((s) => s.Action).sort()).toEqual([
       "dynamodb:BatchGetItem",
       "dynamodb:GetItem",

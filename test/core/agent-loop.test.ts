@@ -574,6 +574,36 @@ describe("the agent loop (functions/core/agent)", () => {
     });
   });
 
+  it("a tool call's step names the stored turn that asked for it, where its input is; the window does not keep it", async () => {
+    const model = new ScriptedModel((turn) =>
+      turn === 1
+        ? {
+            call: [
+              ["lookup", { n: 7 }],
+              ["lookup", { n: 8 }],
+            ],
+          }
+        : { text: GOOD_ANSWER },
+    );
+    const ports = portsWith(model);
+    const agent = tinyAgent([lookupTool()]);
+    const asked = (await step(agent, await begin(ports), ports)).journal;
+    const first = await step(agent, asked, ports);
+    const second = await step(agent, first.journal, ports);
+    const turnRef = first.recorded.turn_ref ?? "";
+    expect(second.recorded.turn_ref).toBe(turnRef);
+    const [turn] = await ports.content.getMany([turnRef]);
+    expect(JSON.parse(turn ?? "null").toolCalls).toEqual([
+      { id: "call_1_1", name: "lookup", input: { n: 7 } },
+      { id: "call_1_2", name: "lookup", input: { n: 8 } },
+    ]);
+    expect([first.recorded.tool_call_id, second.recorded.tool_call_id]).toEqual([
+      "call_1_1",
+      "call_1_2",
+    ]);
+    expect(second.journal.window.filter((s) => "turn_ref" in s)).toEqual([]);
+  });
+
   it("a write tool without `query`: a timeout is followed by a run again under the same key, never a new one", async () => {
     const model = new ScriptedModel((turn) =>
       turn === 1 ? { call: [["pay", { cents: 50 }]] } : { text: GOOD_ANSWER },

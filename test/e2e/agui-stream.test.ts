@@ -1,7 +1,11 @@
-import { HttpAgent } from "@ag-ui/client";
+import { HttpAgent, verifyEvents } from "@ag-ui/client";
 import type { BaseEvent, RunAgentInput } from "@ag-ui/core";
+import { from, lastValueFrom, toArray } from "rxjs";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+import { refundRunId } from "../../functions/roles/refund-review/ids";
+import { ISSUE_REFUND } from "../../functions/roles/refund-review/tools";
+import { refundableOrder, runReaches } from "../../lib/dev/local/scenario/refund";
 import { tenantConversationId } from "../../schemas/ids";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 
@@ -239,6 +243,56 @@ describe("AG-UI streams on the local stack, followed by @ag-ui/client with drops
       );
     },
     20 * TIMEOUT,
+  );
+
+  it(
+    "a refund turn shows the refund agent's tool calls with their input, resumable mid-call",
+    async () => {
+      // Alice's token (customer cust_alice), whose order it is; under the approval threshold.
+      const token = await door().issuer.token({ tenant_id: "acme", sub: "alice" });
+      const orderId = await refundableOrder(local.env, 5_000);
+      const conversation = `conv_${ulid()}`;
+      const task = await post(token, conversation, `Please refund order ${orderId}`);
+      await runReaches(local.env, refundRunId(task), "COMPLETED", TIMEOUT);
+      // The customer is told: nothing more comes to the turn, so a read now is a fresh read.
+      await local.delivered(tenantConversationId("acme", conversation), task);
+      const url = `${door().url}/conversations/${conversation}/agui`;
+      const full = await connect(url, token, "", () => false, 5000);
+      await expect(
+        lastValueFrom(from(full.map((s) => s.event)).pipe(verifyEvents(false), toArray())),
+      ).resolves.toHaveLength(full.length);
+      const calls = new Map<string, { name?: string; args?: Record<string, unknown> }>();
+      for (const { event } of full) {
+        const e = event as BaseEvent & {
+          toolCallId?: string;
+          toolCallName?: string;
+          delta?: string;
+        };
+        if (e.type === "TOOL_CALL_START") calls.set(e.toolCallId ?? "", { name: e.toolCallName });
+        if (e.type === "TOOL_CALL_ARGS") {
+          const call = calls.get(e.toolCallId ?? "");
+          if (call) call.args = JSON.parse(e.delta ?? "null");
+        }
+      }
+      // Every call the agent made has its input, read from the content store; the refund's is
+      // the order's total.
+      const made = [...calls.values()];
+      expect(made.map((c) => c.name)).toContain(ISSUE_REFUND);
+      for (const call of made) expect(call.args?.order_id, call.name).toBe(orderId);
+      expect(made.find((c) => c.name === ISSUE_REFUND)?.args?.amount_cents).toBe(5_000);
+
+      // From each tool call event's id (mid-call included): exactly the events after it.
+      const events = full.map((s) => JSON.stringify(s.event));
+      for (const [cut, { event, id }] of full.entries())
+        if (event.type.startsWith("TOOL_CALL_")) {
+          const rest = await connect(url, token, id, (s) => s.length >= events.length - cut - 1);
+          expect(
+            rest.map((s) => JSON.stringify(s.event)),
+            `after ${cut}`,
+          ).toEqual(events.slice(cut + 1));
+        }
+    },
+    5 * TIMEOUT,
   );
 
   it(

@@ -2,6 +2,8 @@ import { verifyEvents } from "@ag-ui/client";
 import type { BaseEvent } from "@ag-ui/core";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { describe, expect, it } from "vitest";
+import { erasedContent, InMemoryContentStore } from "../../functions/core/agent/content";
+import { ARGS_UNAVAILABLE } from "../../functions/front-door/agui-events";
 import { assignmentStreamOf } from "../../functions/front-door/agui-run";
 import { openStream } from "../../functions/front-door/stream";
 import type { Envelope } from "../../schemas";
@@ -174,5 +176,150 @@ describe("a run's AG-UI stream with its assignments' streams", () => {
     // A fresh read sends a's answer in its place, after its command.
     const fresh = labels(await read(ports)).filter((l) => l.startsWith("step"));
     expect(fresh).toEqual(["step a", "step b"]);
+  });
+});
+
+/** A content store that notes the references of each read. */
+function countedContent() {
+  const store = new InMemoryContentStore();
+  const reads: string[][] = [];
+  return {
+    store,
+    reads,
+    content: {
+      getMany: (refs: readonly string[]) => {
+        reads.push([...refs]);
+        return store.getMany(refs);
+      },
+    },
+  };
+}
+
+/** A model turn asking for `calls`, stored; its reference. */
+const turn = (store: InMemoryContentStore, calls: { id: string; input: unknown }[]) =>
+  store.put(
+    JSON.stringify({
+      role: "assistant",
+      text: "",
+      toolCalls: calls.map((c) => ({ id: c.id, name: "get_order", input: c.input })),
+    }),
+  );
+
+/** An agent's step command after its tool call `id` of the turn `turnRef` (none: stored before). */
+const toolStep = (by: Envelope, id: string, turnRef?: string) =>
+  on(by, "topic_selection.step.requested", {
+    run_id: "a",
+    step: 3,
+    done: {
+      step: 2,
+      kind: "tool",
+      tool: "get_order",
+      tool_call_id: id,
+      outcome: "succeeded (run)",
+      ...(turnRef ? { turn_ref: turnRef } : {}),
+    },
+  });
+
+const argsOf = (events: readonly { event: BaseEvent }[]) =>
+  events.flatMap(({ event }) => {
+    const e = event as BaseEvent & { toolCallId?: string; delta?: string };
+    // An agent's call (`<agent run>:<call id>`), not a command's (its event id).
+    const call = e.toolCallId?.includes(":") ? e.toolCallId.split(":").at(-1) : undefined;
+    return e.type === "TOOL_CALL_ARGS" && call ? [`${call} ${e.delta}`] : [];
+  });
+
+describe("an agent's tool calls on a run's AG-UI stream: TOOL_CALL_ARGS", () => {
+  it("sends each call's input between its START and END, read once per turn, resumable mid-call", async () => {
+    const { ports, append, end } = world();
+    const { store, reads, content } = countedContent();
+    const sealed = "sealed:v1:acme:cust_1:key:AAAA";
+    const first = await turn(store, [
+      { id: "c1", input: { order_id: "o_1" } },
+      { id: "c2", input: { order_id: "o_1", note: sealed } },
+    ]);
+    const second = await turn(store, [{ id: "c3", input: { amount_cents: 500 } }]);
+    const select = command("topic.selection.requested", "select");
+    append(select);
+    append(toolStep(select, "c0"));
+    append(toolStep(select, "c1", first));
+    append(toolStep(select, "c2", first));
+    append(toolStep(select, "c3", second));
+    append(on(select, "topic.selection.completed", { ...ref("select"), output: { topic: "t" } }));
+    append(fact("workflow.completed", { run_id: RUN }, dagRun));
+    end();
+    const withContent = { ...ports, events: { ...ports.events, content } };
+
+    const all = await read(withContent);
+    await expect(
+      lastValueFrom(from(all.map((e) => e.event)).pipe(verifyEvents(false), toArray())),
+    ).resolves.toHaveLength(all.length);
+    // A call stored before its step named its turn has no ARGS; a sealed value is never shown.
+    expect(argsOf(all)).toEqual([
+      'c1 {"order_id":"o_1"}',
+      'c2 {"order_id":"o_1","note":"[sealed]"}',
+      'c3 {"amount_cents":500}',
+    ]);
+    const c2 = all.flatMap(({ event }) => {
+      const e = event as BaseEvent & { toolCallId?: string };
+      return e.toolCallId?.endsWith(":c2") ? [e.type] : [];
+    });
+    expect(c2).toEqual(["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]);
+    // Both turns in one read, each once.
+    expect(reads).toEqual([[first, second]]);
+
+    // From any id, mid-call included: exactly the events after it.
+    for (let cut = 0; cut < all.length; cut++)
+      expect(await read(withContent, all[cut]?.id), `after ${cut}`).toEqual(all.slice(cut + 1));
+  });
+
+  it("reads a turn once per connection, not once per poll", async () => {
+    const { ports, append } = world();
+    const { store, reads, content } = countedContent();
+    const select = command("topic.selection.requested", "select");
+    append(select);
+    append(toolStep(select, "c1", await turn(store, [{ id: "c1", input: { order_id: "o_1" } }])));
+    // The run stays RUNNING: the stream polls for its five seconds, the run's state moving each time.
+    const withContent = { ...ports, events: { ...ports.events, content } };
+    const all = await read(withContent);
+    expect(argsOf(all)).toEqual(['c1 {"order_id":"o_1"}']);
+    expect(reads).toHaveLength(1);
+  });
+
+  it("a turn no longer stored, or erased, does not break the stream", async () => {
+    const { ports, append, end } = world();
+    const { store, reads, content } = countedContent();
+    const kept = await turn(store, [{ id: "c1", input: { order_id: "o_1" } }]);
+    const erased = await turn(store, [{ id: "c2", input: { order_id: "o_2", cents: 5 } }]);
+    await store.overwrite(erased, erasedContent((await store.getMany([erased]))[0] ?? ""));
+    const gone = "f".repeat(64);
+    const select = command("topic.selection.requested", "select");
+    append(select);
+    append(toolStep(select, "c1", kept));
+    append(toolStep(select, "c2", erased));
+    append(toolStep(select, "c3", gone));
+    append(toolStep(select, "c4", kept)); // names the turn, which holds no c4
+    append(on(select, "topic.selection.completed", { ...ref("select"), output: { topic: "t" } }));
+    append(fact("workflow.completed", { run_id: RUN }, dagRun));
+    end();
+    reads.length = 0;
+
+    const withContent = { ...ports, events: { ...ports.events, content } };
+    const all = await read(withContent);
+    expect(argsOf(all)).toEqual([
+      'c1 {"order_id":"o_1"}',
+      'c2 {"order_id":"[erased]","cents":5}',
+      `c3 ${ARGS_UNAVAILABLE}`,
+      `c4 ${ARGS_UNAVAILABLE}`,
+    ]);
+    expect(labels(all).at(-1)).toBe('delta [{"op":"add","path":"/status","value":"COMPLETED"}]');
+    // The read that failed on the missing turn, then one read each.
+    expect(reads).toEqual([[kept, erased, gone], [kept], [erased], [gone]]);
+
+    // Without a content store, the same events, every call's args unavailable.
+    const without = await read(ports);
+    expect(without.map((e) => e.id)).toEqual(all.map((e) => e.id));
+    expect(argsOf(without)).toEqual(
+      ["c1", "c2", "c3", "c4"].map((c) => `${c} ${ARGS_UNAVAILABLE}`),
+    );
   });
 });

@@ -4,6 +4,7 @@ import { EventSchemas } from "@ag-ui/core/schemas";
 import fc from "fast-check";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { describe, expect, it } from "vitest";
+import { InMemoryContentStore } from "../../functions/core/agent/content";
 import {
   conversationFactEvents,
   nodeFactEvents,
@@ -24,6 +25,7 @@ import { assignmentStreamOf, MAX_SHOWN_ASSIGNMENTS } from "../../functions/front
 import { sendPending } from "../../functions/front-door/agui-stream";
 import { ProblemError } from "../../functions/front-door/http";
 import { openStream } from "../../functions/front-door/stream";
+import { refundRunId } from "../../functions/roles/refund-review/ids";
 import type { Envelope } from "../../schemas";
 import { tenantConversationId } from "../../schemas/ids";
 
@@ -582,6 +584,83 @@ describe("the AG-UI routes over an event store in memory", () => {
       "delta" in e.event && typeof e.event.delta === "string" ? [e.event.delta] : [],
     );
     expect(texts).toEqual(["message 1", "message 2", "message 3"]);
+  });
+
+  it("a refund turn shows its agent's tool calls with their input, read once, resumable mid-call", async () => {
+    const { ports, append } = world({ task_1: [] });
+    const content = new InMemoryContentStore();
+    const reads: string[][] = [];
+    const withContent = {
+      ...ports,
+      events: {
+        ...ports.events,
+        content: {
+          getMany: (refs: readonly string[]) => {
+            reads.push([...refs]);
+            return content.getMany(refs);
+          },
+        },
+      },
+    };
+    const calls = [
+      { id: "t1", name: "get_order", input: { order_id: "A-1002" } },
+      { id: "t2", name: "issue_refund", input: { order_id: "A-1002", amount_cents: 2500 } },
+    ];
+    const turnRef = await content.put(
+      JSON.stringify({ role: "assistant", text: "", toolCalls: calls }),
+    );
+    const run = refundRunId("task_1");
+    const step = (done: Record<string, unknown>) =>
+      at(
+        fact("refund_review.step.requested", "task_1", { run_id: run, step: 2, done }),
+        "agent_run",
+        run,
+      );
+    append(
+      at(
+        fact("support.routed", "task_1", { intent: "refund", order_id: "A-1002" }),
+        "support_route",
+        "task_1",
+      ),
+    );
+    append(step({ step: 1, kind: "model", model_run_id: `${run}:turn:1`, asked: ["get_order"] }));
+    for (const call of calls)
+      append(
+        step({
+          step: 2,
+          kind: "tool",
+          tool: call.name,
+          tool_call_id: call.id,
+          outcome: "succeeded (run)",
+          turn_ref: turnRef,
+        }),
+      );
+    append(at(fact("refund.approved", "task_1", { order_id: "A-1002" }), "agent_run", run));
+    append(reply("task_1", "Refunded."));
+
+    const all = await read(withContent);
+    await expect(verified(all.map((e) => e.event))).resolves.toHaveLength(all.length);
+    const tools = all.flatMap(({ event }) => {
+      const e = event as BaseEvent & { toolCallName?: string; delta?: string };
+      if (e.type === "TOOL_CALL_START") return [`start ${e.toolCallName}`];
+      return e.type === "TOOL_CALL_ARGS" ? [`args ${e.delta}`] : [];
+    });
+    expect(tools).toEqual([
+      "start get_order",
+      'args {"order_id":"A-1002"}',
+      "start issue_refund",
+      'args {"order_id":"A-1002","amount_cents":2500}',
+    ]);
+    // The refund agent's run is the turn's fifth stream, sent after the router's and before the
+    // reply; its turn was read once, in five polls.
+    const types: string[] = all.map(({ event }) => event.type);
+    expect(types.lastIndexOf("TOOL_CALL_RESULT")).toBeLessThan(
+      types.lastIndexOf("TEXT_MESSAGE_CONTENT"),
+    );
+    expect(all.at(-1)?.id).toBe("1.1=1,1.3=1,1.5=4,c=1");
+    expect(reads).toEqual([[turnRef]]);
+    for (let cut = 0; cut < all.length; cut++)
+      expect(await read(withContent, all[cut]?.id), `after ${cut}`).toEqual(all.slice(cut + 1));
   });
 
   it("refuses an id it did not write, another tenant's run, and a stack that reads no event store", async () => {

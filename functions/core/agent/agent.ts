@@ -193,6 +193,11 @@ export interface JournalStep {
   readonly tool?: string;
   readonly outcome?: string;
   readonly key?: string;
+  /**
+   * A settled tool call's, on its step command only (the window does not keep it): the content
+   * reference of the model turn that asked for the call, where its input is.
+   */
+  readonly turn_ref?: string;
 }
 
 export interface JournalTotals {

@@ -37,8 +37,11 @@ export function contentTooLarge(text: string): PermanentError | undefined {
   );
 }
 
+/** The code of the error a read of a reference not stored throws. */
+export const CONTENT_MISSING = "content.missing";
+
 export function missingContent(ref: string): PermanentError {
-  return new PermanentError("content.missing", `no content is stored under ${ref}`, {
+  return new PermanentError(CONTENT_MISSING, `no content is stored under ${ref}`, {
     details: { ref },
   });
 }

@@ -380,10 +380,12 @@ async function callStep(
       reason: outcome.message,
     });
   const next = await settledCall(journal, call.id, tool, key, outcome, ports, now);
+  // The turn that asked for the call is the newest message until the turn closes (closeTurn).
+  const turnRef = journal.messages.at(-1);
   const result = {
     journal: await closeTurn(next, ports),
     next: "continue" as const,
-    recorded: latestStep(next),
+    recorded: { ...latestStep(next), ...(turnRef ? { turn_ref: turnRef } : {}) },
   };
   if (tool.effect !== "write" || outcome.kind !== "succeeded") return result;
   const wrote = { tool: tool.name, tool_call_id: call.id, key, input, output: outcome.output };

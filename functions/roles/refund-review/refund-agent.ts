@@ -28,6 +28,10 @@ import {
   type RefundReviewRequested,
   RefundReviewRequestedPayload,
 } from "./events";
+import { refundRunId } from "./ids";
+
+export { refundRunId };
+
 import modelSchemas from "./model-schemas.json";
 import { refundPrompt } from "./prompt";
 import { refundMade, reviewEnded, reviewWaits } from "./review-facts";
@@ -117,11 +121,6 @@ export const DEFAULT_REFUND_SETTINGS: RefundAgentSettings = {
   approvalDeadlineSeconds: 24 * 3600,
   maxTurns: 12,
 };
-
-/** The run of a review: one per task (`rrun_<task token>`). */
-export function refundRunId(taskId: string): string {
-  return `rrun_${taskId.slice(taskId.indexOf("_") + 1)}`;
-}
 
 export function refundAgent(ports: RefundAgentPorts, settings: RefundAgentSettings) {
   return defineAgent({

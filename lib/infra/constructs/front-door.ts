@@ -22,6 +22,7 @@ import {
 import { LogGroup } from "aws-cdk-lib/aws-logs";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { contentKey } from "../../../functions/adapters/dynamodb/content";
 import { WORKFLOW_REGISTRY_KEYS } from "../../../functions/adapters/dynamodb/workflow-registry";
 import { WORKFLOWS_ENV } from "../../../functions/core/stack-workflows";
 import {
@@ -355,6 +356,15 @@ export class FrontDoor extends Construct {
         conditions: {
           "ForAllValues:StringLike": { "dynamodb:LeadingKeys": streams.map((s) => `${s}#*`) },
         },
+      }),
+    );
+    // A run's AG-UI stream reads its agents' model turns for their tool calls' inputs
+    // (functions/front-door/agui-run.ts), in the content store on the state table.
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:BatchGetItem"],
+        resources: [props.tables.state.tableArn],
+        conditions: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": [contentKey("*")] } },
       }),
     );
     props.customerKeys?.wire(fn, ["open"]);
