@@ -13,7 +13,6 @@ import {
   deliverTaskPushes,
   PUSH_DELIVERY_DEFAULTS,
   type PushDeliveryPorts,
-  type RunPushOutcome,
 } from "../front-door/a2a/push-delivery";
 import { containerAwsClient } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
@@ -48,7 +47,6 @@ export interface A2aPushHandlerOptions {
   readonly configs?: TaskPushConfigs;
   readonly post?: PushDeliveryPorts["post"];
   readonly sleep?: (ms: number) => Promise<void>;
-  readonly onReport?: (outcomes: RunPushOutcome[]) => void;
 }
 
 export type A2aPushHandler = (event: DynamoDBStreamEvent) => Promise<void>;
@@ -87,7 +85,6 @@ export function createA2aPushHandler(options: A2aPushHandlerOptions = {}): A2aPu
     if (sent) metrics.addMetric("A2aPushDelivered", MetricUnit.Count, sent);
     if (failed) metrics.addMetric("A2aPushFailed", MetricUnit.Count, failed);
     metrics.publishStoredMetrics();
-    options.onReport?.(outcomes);
   };
 }
 
