@@ -6,11 +6,13 @@ import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoContentStore } from "../adapters/dynamodb/content";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
+import { DynamoTaskPushConfigs } from "../adapters/dynamodb/task-push-configs";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventStore } from "../core/ports";
 import { systemClock, ulidSource } from "../core/runtime";
 import { A2aAgents } from "../front-door/a2a/agents";
+import type { TaskPushConfigs } from "../front-door/a2a/push-configs";
 import { type A2aAnswer, type A2aService, answerA2a, isA2aPath } from "../front-door/a2a/serve";
 import {
   fail,
@@ -72,6 +74,13 @@ export const FrontDoorStreamEnv = z.object({
   A2A_AGENTS: z.optional(z.string().check(z.minLength(2))),
   /** The commands bus, where an A2A message starts, answers or cancels a run. */
   BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
+  /**
+   * `on` where the stack delivers A2A push notifications (its a2a-push function reads the events
+   * table's stream): the agents then take push configs, kept on the state table.
+   */
+  A2A_PUSH: z.optional(z.enum(["on", "off"])),
+  /** The local stack's allowance of loopback webhooks (never set by the CDK stack). */
+  A2A_PUSH_ALLOW_LOOPBACK: z.optional(z.enum(["true", "false"])),
 });
 type FrontDoorStreamEnvValues = z.output<typeof FrontDoorStreamEnv>;
 
@@ -101,6 +110,8 @@ export interface FrontDoorStreamOptions {
   readonly kms?: AwsClient;
   /** Replaces the EventBridge client the A2A routes put commands with (tests). */
   readonly eventbridge?: AwsClient;
+  /** Replaces the A2A tasks' push configs on the state table (tests). */
+  readonly pushConfigs?: TaskPushConfigs;
   /** The issuer's key (a local issuer's), instead of its JWKS. */
   readonly jwtKey?: CryptoKey | JWTVerifyGetKey;
   readonly sleep?: (ms: number) => Promise<void>;
@@ -127,7 +138,7 @@ export function createFrontDoorStreamHandler(
   const store = options.store ?? dynamo;
   const events = options.events ?? eventsOf(rawEnv, dynamo, { dynamodb, kms: options.kms }, clock);
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const a2a = a2aOf(env, { store, clock, sleep, eventbridge: options.eventbridge, tracer });
+  const a2a = a2aOf(env, { store, clock, sleep, tracer, dynamodb }, options);
   return async (event, respond) => {
     const request = requestOf(event);
     const claims = () => verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience);
@@ -167,27 +178,47 @@ export function createFrontDoorStreamHandler(
   };
 }
 
-/** The A2A routes' agents and ports: the state table's runs, the commands bus. */
+/** The A2A routes' agents and ports: the state table's runs, the commands bus, push configs. */
 function a2aOf(
   env: FrontDoorStreamEnvValues,
   deps: {
     store: Pick<EventStore, "load">;
     clock: Clock;
     sleep: (ms: number) => Promise<void>;
-    eventbridge: AwsClient | undefined;
     tracer: Observability["tracer"];
+    dynamodb: AwsClient;
   },
+  given: Pick<FrontDoorStreamOptions, "eventbridge" | "pushConfigs">,
 ): Omit<A2aService, "caller"> {
   const agents = env.A2A_AGENTS ? A2aAgents.parse(JSON.parse(env.A2A_AGENTS)) : {};
   const publisher = new EventBridgePublisher({
-    client: deps.tracer.capture(deps.eventbridge ?? containerAwsClient()),
+    client: deps.tracer.capture(given.eventbridge ?? containerAwsClient()),
     buses: env.BUS_COMMANDS ? { commands: env.BUS_COMMANDS } : {},
   });
+  const pushConfigs = pushConfigsOf(env, given.pushConfigs, deps.dynamodb);
+  const { store, clock, sleep } = deps;
   return {
     agents,
-    ports: { ...deps, publisher, registry, ids: ulidSource(deps.clock) },
-    settings: { pollMs: env.STREAM_POLL_MS, maxSeconds: env.STREAM_MAX_SECONDS },
+    ports: {
+      ...{ store, clock, sleep, publisher, registry, ids: ulidSource(clock) },
+      ...(pushConfigs ? { pushConfigs } : {}),
+    },
+    settings: {
+      pollMs: env.STREAM_POLL_MS,
+      maxSeconds: env.STREAM_MAX_SECONDS,
+      allowLoopbackPush: env.A2A_PUSH_ALLOW_LOOPBACK === "true",
+    },
   };
+}
+
+/** Where A2A tasks' push configs are kept, where the stack delivers them (`A2A_PUSH`). */
+function pushConfigsOf(
+  env: FrontDoorStreamEnvValues,
+  given: TaskPushConfigs | undefined,
+  dynamodb: AwsClient,
+): TaskPushConfigs | undefined {
+  if (env.A2A_PUSH !== "on") return undefined;
+  return given ?? new DynamoTaskPushConfigs({ client: dynamodb, tableName: env.STATE_TABLE });
 }
 
 /** Write an A2A answer: whole, or its server-sent events as they come. */

@@ -15,6 +15,7 @@ export const HUB_HANDLERS = {
   sweeper: "functions/handlers/sweeper.ts",
   "front-door": "functions/handlers/front-door.ts",
   "front-door-stream": "functions/handlers/front-door-stream.ts",
+  "a2a-push": "functions/handlers/a2a-push.ts",
   orchestrator: ORCHESTRATOR_ENTRY,
 } as const;
 

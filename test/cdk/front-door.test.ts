@@ -432,14 +432,20 @@ describe("the front door", () => {
     expect(resource.Properties.Environment).toMatchObject({
       Variables: { EVENTS_TABLE: expect.anything() },
     });
-    // The rest opens personal fields (the customer keys' reads and Decrypt, never a seal), and
-    // puts the A2A agents' commands on the commands bus.
+    // The rest opens personal fields (the customer keys' reads and Decrypt, never a seal), puts
+    // the A2A agents' commands on the commands bus, and keeps their tasks' push configs.
     const rest = statements.filter((s) => !dynamodb.slice(0, 3).includes(s));
     expect(rest.flatMap((s) => s.Action).sort()).toEqual([
       "dynamodb:BatchGetItem",
       "dynamodb:GetItem",
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
       "events:PutEvents",
       "kms:Decrypt",
+    ]);
+    const writes = rest.filter((s) => s.Action.includes("dynamodb:PutItem"));
+    expect(writes.map((s) => s.Condition)).toEqual([
+      { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["a2a_push#*"] } },
     ]);
   });
 
@@ -460,6 +466,34 @@ describe("the front door", () => {
     expect(puts).toHaveLength(1);
     expect(JSON.stringify(puts[0]?.Resource)).toMatch(/Commands/i);
     expect(JSON.stringify(puts[0]?.Resource)).not.toMatch(/Events(Bus|Topic)/);
+  });
+
+  it("delivers the A2A tasks' push notifications from the events table's stream, writing their push items only", () => {
+    const [stream] = functionsOfKind(template, "front-door-stream");
+    expect(stream?.Properties.Environment).toMatchObject({ Variables: { A2A_PUSH: "on" } });
+    const [push] = functionsOfKind(template, "a2a-push");
+    if (!push) throw new Error("no a2a-push function");
+    // Never the local stack's allowance of loopback webhooks.
+    const variables = (push.Properties.Environment as { Variables: Record<string, unknown> })
+      .Variables;
+    expect(variables.A2A_PUSH_ALLOW_LOOPBACK).toBeUndefined();
+    const statements = statementsOf(template, push);
+    const writes = statements.filter((s) => s.Action.some((a) => a === "dynamodb:PutItem"));
+    expect(writes.map((s) => [s.Action, s.Condition])).toEqual([
+      [
+        ["dynamodb:PutItem"],
+        { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["a2a_push#*"] } },
+      ],
+    ]);
+    const mappings = template.findResources("AWS::Lambda::EventSourceMapping");
+    const pushMappings = Object.values(mappings).filter((m) =>
+      JSON.stringify(m.Properties.FunctionName).includes(push.id),
+    );
+    expect(pushMappings).toHaveLength(1);
+    expect(pushMappings[0]?.Properties).toMatchObject({
+      StartingPosition: "LATEST",
+      FilterCriteria: { Filters: [{ Pattern: JSON.stringify({ eventName: ["INSERT"] }) }] },
+    });
   });
 
   it("tells both its functions the stack's features: every one on the reference stack, none on an application's", () => {

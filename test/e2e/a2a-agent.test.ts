@@ -15,13 +15,15 @@ import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environme
 import { loadRun } from "../../lib/dev/local/scenario/workflow";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
+import { startWebhook } from "../support/push-webhook";
 
 /**
  * A step role offered over A2A (the reference stack's reviewer: `steps.a2a` of the content agents),
  * called through the local front door by @a2a-js/sdk's own client: it reads the agent card, sends
  * a message that starts a long-form run and streams the task until the review asks for a
  * confirmation (`input-required`), answers it with a message on the task, and streams the task to
- * completion; another tenant's token finds no such task.
+ * completion; another tenant's token finds no such task. A task's push config sends its states to
+ * a webhook the test runs on 127.0.0.1 (the local stack's allowance), from the event store's stream.
  */
 
 const STAGE = `a2a${ulid().slice(-6).toLowerCase()}`;
@@ -215,4 +217,85 @@ describe("an offered role over A2A, called with @a2a-js/sdk's client", () => {
     },
     TIMEOUT * 2,
   );
+  it(
+    "push notifications: a config set with the message gets the task's states, to completed",
+    async () => {
+      const webhook = await startWebhook();
+      try {
+        const acme = await clientOf("acme");
+        expect((await acme.getAgentCard()).capabilities?.pushNotifications).toBe(true);
+        const asked = await follow(
+          acme.sendMessageStream({
+            tenant: "",
+            message: userMessage(`${NEEDS_CONFIRMATION_MARKER} a quote on offshore wind leases`),
+            configuration: {
+              acceptedOutputModes: [],
+              returnImmediately: false,
+              taskPushNotificationConfig: {
+                tenant: "",
+                id: "",
+                taskId: "",
+                url: webhook.url,
+                token: "acme-webhook-token",
+                authentication: undefined,
+              },
+            },
+            metadata: undefined,
+          }),
+        );
+        const taskId = asked.task?.id ?? "";
+        expect(asked.states.at(-1)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+        const page = { tenant: "", taskId, pageSize: 10, pageToken: "" };
+        const listed = await acme.listTaskPushNotificationConfig(page);
+        expect(listed.configs.map((c) => c.url)).toEqual([webhook.url]);
+        const globex = await clientOf("globex");
+        await expect(globex.listTaskPushNotificationConfig(page)).rejects.toThrow(/not found/i);
+        await expect(
+          globex.createTaskPushNotificationConfig({
+            tenant: "",
+            id: "",
+            taskId,
+            url: "http://127.0.0.1:9/elsewhere",
+            token: "",
+            authentication: undefined,
+          }),
+        ).rejects.toThrow(/not found/i);
+
+        await until(() => webhook.states().includes("TASK_STATE_INPUT_REQUIRED"));
+        await follow(
+          acme.sendMessageStream({
+            tenant: "",
+            message: userMessage("approve", taskId),
+            configuration: undefined,
+            metadata: undefined,
+          }),
+        );
+        await until(() => webhook.states().includes("TASK_STATE_COMPLETED"));
+        const states = webhook.states();
+        expect(states.at(-1)).toBe("TASK_STATE_COMPLETED");
+        expect(states.indexOf("TASK_STATE_INPUT_REQUIRED")).toBeLessThan(
+          states.indexOf("TASK_STATE_COMPLETED"),
+        );
+        for (const push of webhook.received) {
+          expect(push.body.task?.id).toBe(taskId);
+          expect(push.headers["x-a2a-notification-token"]).toBe("acme-webhook-token");
+        }
+        // Each state once: the notification ids do not repeat.
+        const ids = webhook.received.map((r) => r.headers["x-a2a-notification-id"]);
+        expect(new Set(ids).size).toBe(ids.length);
+      } finally {
+        await webhook.close();
+      }
+    },
+    TIMEOUT * 2,
+  );
 });
+
+/** Wait until `done()` holds, looking every 200 ms, at most `TIMEOUT`. */
+async function until(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + TIMEOUT;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error("the webhook did not receive it in time");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}

@@ -8,9 +8,15 @@ export const BEARER_SCHEME = "bearer";
 /**
  * An agent's card: its one skill is the role's declaration (what it does, examples); its one
  * interface is JSON-RPC at `baseUrl` + `/v1/a2a/{role}`; it streams; every call needs the front
- * door's bearer token (the tenant is the token's).
+ * door's bearer token (the tenant is the token's). It takes push notification configs where the
+ * stack keeps them and delivers from its event store's stream (./push-delivery.ts).
  */
-export function agentCardOf(role: string, offered: StepA2a, baseUrl: string): AgentCard {
+export function agentCardOf(
+  role: string,
+  offered: StepA2a,
+  baseUrl: string,
+  options: { readonly pushNotifications?: boolean } = {},
+): AgentCard {
   const bearer = { schemes: { [BEARER_SCHEME]: { list: [] } } };
   return {
     name: role,
@@ -25,7 +31,11 @@ export function agentCardOf(role: string, offered: StepA2a, baseUrl: string): Ag
     ],
     provider: undefined,
     version: "1",
-    capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+    capabilities: {
+      streaming: true,
+      pushNotifications: options.pushNotifications === true,
+      extensions: [],
+    },
     securitySchemes: {
       [BEARER_SCHEME]: {
         scheme: {

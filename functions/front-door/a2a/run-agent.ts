@@ -18,8 +18,11 @@ import {
   AgentEvent,
   type AgentExecutionEvent,
   type AgentExecutor,
+  DefaultExecutionEventBusManager,
   DefaultRequestHandler,
   type ExecutionEventBus,
+  type PushNotificationSender,
+  type PushNotificationStore,
   type RequestContext,
   type TaskStore,
 } from "@a2a-js/sdk/server";
@@ -29,6 +32,7 @@ import type { StepA2a } from "../../core/steps";
 import type { OrchestratorState } from "../../roles/orchestrator/state";
 import { clientEnvelope, DAG_RUN } from "../api";
 import type { Caller } from "../identity";
+import { runPushStore, type TaskPushConfigs } from "./push-configs";
 import {
   artifactsOf,
   isTerminal,
@@ -67,6 +71,8 @@ export interface A2aPorts {
   readonly clock: Clock;
   /** Wait `ms`, or less when the client went away. */
   sleep(ms: number): Promise<void>;
+  /** Where tasks' push notification configs are kept; absent, the agents offer no push. */
+  readonly pushConfigs?: TaskPushConfigs;
 }
 
 export interface A2aSettings {
@@ -74,6 +80,8 @@ export interface A2aSettings {
   readonly pollMs: number;
   /** How long one request follows a run before it answers what it has. */
   readonly maxSeconds: number;
+  /** The local stack's allowance of loopback webhooks (./push-configs.ts `pushUrlProblem`). */
+  readonly allowLoopbackPush?: boolean;
 }
 
 /** What one request works with: the caller (from the token), the agent, the ports. */
@@ -313,7 +321,15 @@ async function cancelRun(agent: A2aAgentContext, taskId: string): Promise<Task> 
  * finds).
  */
 export function runAgentHandler(agent: A2aAgentContext): A2ARequestHandler {
-  const sdk = new DefaultRequestHandler(agent.card, runTaskStore(agent), runExecutor(agent));
+  const push = pushOf(agent);
+  const sdk = new DefaultRequestHandler(
+    agent.card,
+    runTaskStore(agent),
+    runExecutor(agent),
+    new DefaultExecutionEventBusManager(),
+    push?.store,
+    push?.sender,
+  );
   return {
     getAgentCard: () => sdk.getAgentCard(),
     getAuthenticatedExtendedAgentCard: (p, c) => sdk.getAuthenticatedExtendedAgentCard(p, c),
@@ -334,6 +350,23 @@ export function runAgentHandler(agent: A2aAgentContext): A2ARequestHandler {
     cancelTask: (p: CancelTaskRequest) => cancelAndWait(agent, p.id),
     resubscribe: (p: SubscribeToTaskRequest) => subscribe(agent, p.id),
   };
+}
+
+/**
+ * The push notification store and sender the SDK is given: the task records of ./push-configs.ts,
+ * where push is offered; and a sender that sends nothing, since the notifications go out from the
+ * event store's stream (./push-delivery.ts), not from the request that happens to see a change.
+ */
+function pushOf(
+  agent: A2aAgentContext,
+): { store: PushNotificationStore; sender: PushNotificationSender } | undefined {
+  const configs = agent.ports.pushConfigs;
+  if (!configs) return undefined;
+  const store = runPushStore(configs, agent.caller, {
+    allowLoopback: agent.settings.allowLoopbackPush === true,
+    newId: () => agent.ports.ids.next(),
+  });
+  return { store, sender: { send: async () => {} } };
 }
 
 /**

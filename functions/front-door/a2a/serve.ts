@@ -59,7 +59,9 @@ export async function answerA2a(request: A2aRequest, service: A2aService): Promi
   const offered = role === undefined ? undefined : service.agents[role];
   if (role === undefined || !offered)
     fail("not_found", `no agent is offered at ${request.path} (offered: ${roles.join(", ")})`);
-  const card = agentCardOf(role, offered, baseUrlOf(request));
+  const card = agentCardOf(role, offered, baseUrlOf(request), {
+    pushNotifications: service.ports.pushConfigs !== undefined,
+  });
   const isCard = request.path === ROOT_CARD_PATH || matched?.[2] !== undefined;
   const method = isCard ? "GET" : "POST";
   if (request.method !== method && !(isCard && request.method === "HEAD"))

@@ -35,6 +35,13 @@ export function runIdOfTask(taskId: string): string | undefined {
   return `run_${taskId.replace(/[0-9]/g, (d) => DIGIT_LETTERS[Number(d)] ?? d)}`;
 }
 
+/** The task id of a run an A2A task started; undefined for any other run. */
+export function taskIdOfRun(runId: string): string | undefined {
+  if (!runId.startsWith("run_")) return undefined;
+  const taskId = runId.slice(4).replace(/[g-p]/g, (l) => String(DIGIT_LETTERS.indexOf(l)));
+  return runIdOfTask(taskId) === runId ? taskId : undefined;
+}
+
 /** What waits for a person (or the caller) in a RUNNING run: a BLOCKED node, a plan. */
 export function pendingApprovals(state: OrchestratorState): ApprovalRequest[] {
   if (state.run.status !== "RUNNING") return [];

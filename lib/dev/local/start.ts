@@ -284,6 +284,9 @@ const LOCAL_ENV_OVERRIDES: Readonly<Record<string, string>> = {
   CHANNEL_PROVIDER: "local",
   // The front door's streams look for changes four times a second (once in a deployed stack).
   STREAM_POLL_MS: "250",
+  // An A2A task's push notifications may go to a loopback webhook (http://127.0.0.1:...): only
+  // here, never in a deployed stack, whose webhooks must be https on a public host.
+  A2A_PUSH_ALLOW_LOOPBACK: "true",
 };
 
 /** The runtime with its local stand-ins (the model, the options') and observations, started. */

@@ -48,6 +48,7 @@ import { TENANT_ID_PATTERN } from "../../../schemas/ids";
 import * as z from "../../../schemas/zod";
 import { HUB_HANDLERS } from "../hub-handlers";
 import { logRetentionAt } from "../retention";
+import { A2aPushDelivery } from "./a2a-push";
 import { CUSTOMER_KEYS_ENV, type CustomerKeys } from "./customer-keys";
 import { AgentBusFunction } from "./function";
 import type { AgentBusTables } from "./tables";
@@ -388,6 +389,24 @@ export class FrontDoor extends Construct {
     fn.addEnvironment(A2A_AGENTS_ENV, JSON.stringify(agents));
     fn.addEnvironment("BUS_COMMANDS", commands.busName);
     commands.grantPutEvents(fn);
+    this.offerA2aPush(fn, props);
+  }
+
+  /**
+   * The A2A tasks' push notifications: the stream function keeps their configs on the state table
+   * (`a2a_push#<run id>` items: GetItem, PutItem), and a function on the events table's stream
+   * delivers them (./a2a-push.ts).
+   */
+  private offerA2aPush(fn: AgentBusFunction, props: FrontDoorProps): void {
+    new A2aPushDelivery(this, "A2aPush", { tables: props.tables });
+    fn.addEnvironment("A2A_PUSH", "on");
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:GetItem", "dynamodb:PutItem"],
+        resources: [props.tables.state.tableArn],
+        conditions: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["a2a_push#*"] } },
+      }),
+    );
   }
 
   /**

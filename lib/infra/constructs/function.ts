@@ -27,7 +27,8 @@ export type FunctionKind =
   | "consumer"
   | "sweeper"
   | "front-door"
-  | "front-door-stream";
+  | "front-door-stream"
+  | "a2a-push";
 
 /** CloudWatch namespace of the metrics every handler publishes (`POWERTOOLS_METRICS_NAMESPACE`). */
 export const METRICS_NAMESPACE = "AgentBus";
