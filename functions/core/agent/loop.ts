@@ -29,7 +29,7 @@ import {
 } from "./agent";
 import type { ContentStore } from "./content";
 import { conversationTexts, withMessage } from "./messages";
-import { waitForTask } from "./task-wait";
+import { blockedOnTask } from "./task-wait";
 import { outsideSubject, toolSpecsOf } from "./tool";
 import { type CallOutcome, runReadTool, runWriteTool, toolCallKey } from "./tool-call";
 import { reportedCount, reportedLatency, takenTurn } from "./turn";
@@ -371,8 +371,10 @@ async function callStep(
       reason: `${tool.name} needs a person's approval`,
     });
   const outcome = await settledBy(call, tool, input, key, ports, context, journal, agent);
-  if (outcome.kind === "working")
-    return waitForTask(journal, { id: call.id, tool: tool.name, input }, outcome, now);
+  if (outcome.kind === "working") {
+    const blocked = blockedOnTask(journal, { id: call.id, tool: tool.name, input }, outcome, now);
+    return { journal: blocked, next: "wait", recorded: latestStep(blocked) };
+  }
   if (outcome.kind === "unknown")
     return handOver(journal, now, outcome.message, {
       kind: "outcome",

@@ -1,6 +1,5 @@
 import type { StillGoingOn } from "../write-once";
-import { type AgentJournal, latestStep, moved, recorded, type Waiting } from "./agent";
-import type { StepResult } from "./loop";
+import { type AgentJournal, moved, recorded, type Waiting } from "./agent";
 
 /**
  * A run that waits for work a tool call started at an outside system and that outlived the call
@@ -36,13 +35,13 @@ export function nextPollAt(work: Pick<StillGoingOn, "pollAfterMs" | "since">, no
   return new Date(now.getTime() + Math.min(MAX_TASK_POLL_MS, Math.round(wait)));
 }
 
-/** The run BLOCKED on the work its call `callId` started, until its next poll. */
-export function waitForTask(
+/** The run BLOCKED on the work its call started, until its next poll. */
+export function blockedOnTask(
   journal: AgentJournal,
   call: { readonly id: string; readonly tool: string; readonly input: unknown },
   work: StillGoingOn & { readonly key: string },
   now: Date,
-): StepResult {
+): AgentJournal {
   const waiting: Waiting = {
     kind: "task",
     tool_call_id: call.id,
@@ -61,11 +60,7 @@ export function waitForTask(
     outcome: `waiting: ${work.operation} ${work.status}`,
     key: work.key,
   };
-  const next = recorded(journal, step, now, {
-    status: moved(journal, "TaskBlocked"),
-    waiting,
-  });
-  return { journal: next, next: "wait", recorded: latestStep(next) };
+  return recorded(journal, step, now, { status: moved(journal, "TaskBlocked"), waiting });
 }
 
 /** True when the run waits for outside work (no person is asked). */
