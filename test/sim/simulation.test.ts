@@ -38,6 +38,9 @@ describe("simulated schedules", () => {
       // MCP write tools: a timeout after the server applied, a worker's crash after it applied.
       "timeout-after-apply mcp",
       "crash-after-write mcp",
+      // An MCP task that outlived its call: a crash after the server created it, or while polled.
+      "crash-after-task-created mcp",
+      "crash-while-polling mcp",
       // Customers erased while their conversations went on, and events read back [erased].
       "erasure erased",
       "relayed erased",
