@@ -49,6 +49,11 @@ export interface SideEffectRecord {
   readonly task_id: string;
   /** What kind of action the key stands for (`reply`, `refund`, ...). */
   readonly kind: string;
+  /**
+   * The outside system's id of the long-running work the call started (an MCP task's id), kept
+   * as soon as it answered with it: a later attempt asks about that work, never starts another.
+   */
+  readonly operation?: string;
 }
 
 export interface SideEffectMeta {
@@ -65,6 +70,8 @@ export interface SideEffectStore {
   markFailed(key: string, error: SideEffectError, now: Date): Promise<SideEffectRecord>;
   /** pending | unknown -> unknown. */
   markUnknown(key: string, error: SideEffectError, now: Date): Promise<SideEffectRecord>;
+  /** pending | unknown: keeps the id of the long-running work the call started (`operation`). */
+  markStarted(key: string, operation: string, now: Date): Promise<SideEffectRecord>;
   /** The record of `key` as stored (strongly consistent), undefined when never claimed. */
   get(key: string): Promise<SideEffectRecord | undefined>;
 }
@@ -156,6 +163,15 @@ export class InMemorySideEffects implements SideEffectStore {
 
   async markUnknown(key: string, error: SideEffectError, now: Date) {
     return this.apply(key, "unknown", { error }, now);
+  }
+
+  async markStarted(key: string, operation: string, now: Date) {
+    const record = this.records.get(key);
+    if (record?.state !== "pending" && record?.state !== "unknown")
+      throw new SideEffectTransitionError(key, record?.state, "pending");
+    const next = { ...record, operation, updated_at: now.toISOString() };
+    this.records.set(key, next);
+    return structuredClone(next);
   }
 
   async get(key: string): Promise<SideEffectRecord | undefined> {

@@ -29,7 +29,8 @@ import type { StoredState } from "./ports";
  *   is RUNNING) but nodes held back by backpressure -> `workflow.release.requested` {run_id}.
  * - An agent run (functions/core/agent) BLOCKED on an approval past its deadline -> its agent's
  *   decision command with decision `deadline` {run_id, tool_call_id}: the call is refused or the
- *   run fails, as the tool says.
+ *   run fails, as the tool says. The same for a run BLOCKED on outside work its call started (an
+ *   MCP task), whose deadline is its next poll: the run polls it (functions/core/agent/task-wait.ts).
  * - A conversation holding messages for an earlier client sequence, due (its wait is over) ->
  *   `conversation.hold.expired` {conversation_id, due_at}: it applies them without the gap.
  * Anything else (the index is eventually consistent, so a listed run may be done or extended) is
@@ -143,7 +144,11 @@ export interface SweptAgentRun {
   readonly status: string;
   readonly decision_type: string;
   readonly correlation_id: string;
-  readonly waiting?: { readonly tool_call_id?: string; readonly deadline?: string };
+  readonly waiting?: {
+    readonly kind?: string;
+    readonly tool_call_id?: string;
+    readonly deadline?: string;
+  };
   /** The tenant whose run it is (absent: the default tenant). */
   readonly tenant_id?: string;
 }
@@ -475,7 +480,9 @@ export function deadlinesNear(
   let count = 0;
   for (const { aggregate, data } of states) {
     if (aggregate.type === AGENT_RUN_AGGREGATE && isAgentRun(data)) {
-      if (data.status === "BLOCKED" && near(data.waiting?.deadline)) count++;
+      // A run waiting for outside work (`task`) waits for nobody: its deadline is its next poll.
+      const person = data.waiting?.kind !== "task";
+      if (data.status === "BLOCKED" && person && near(data.waiting?.deadline)) count++;
     } else if (aggregate.type === DAG_RUN_AGGREGATE && isRunState(data)) {
       if (data.run.status !== "RUNNING") continue;
       for (const [nodeId, node] of Object.entries(data.run.nodes)) {

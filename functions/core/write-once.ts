@@ -42,6 +42,14 @@ import type {
  * expired meanwhile) nothing is called: an earlier attempt's outcome is learnt by the query, and
  * a key the integration never saw is closed `failed` with that error (`not_called`).
  *
+ * A write the outside system runs long (an MCP task): `call` is given `started`, which keeps the
+ * id of the work it started with the record (`operation`) as soon as the system answered with it,
+ * and throws StillWorkingError while the work goes on. The outcome is then `working` (the record
+ * stays open): nothing is recorded but the id. Any later attempt on a record with an `operation`
+ * learns by `resume(operation)` (an MCP `tasks/get`), never by a call: one piece of work per
+ * key, whatever crashed or was redelivered. Work still going on `workingLimitSeconds` after the
+ * record was made is unknown, handed to a person at once.
+ *
  * A person answers a write handed to them: `closeByPerson` records what they found (applied, with
  * its output, or not); `resendByPerson` calls again under the same key because they asked (a
  * timeout resolved as in 4; an outcome still unknown goes back to them, never thrown).
@@ -52,14 +60,50 @@ export const DEFAULT_MAX_UNKNOWN_ATTEMPTS = 5;
 /** The code of an unknown outcome when the write names none. */
 export const DEFAULT_UNKNOWN_CODE = "side_effect.outcome_unknown";
 
+/** How long an outside system's long-running work may go on before a person is asked. */
+export const DEFAULT_WORKING_LIMIT_SECONDS = 24 * 60 * 60;
+
+/**
+ * The outside system took the write on and is still at it (an MCP task `working`): the id of the
+ * work (`operation`), its status in the system's words, and how long it asks to be left alone
+ * before it is asked again. An UnknownOutcomeError: a caller that cannot resume the work learns
+ * nothing more from it than from a timeout.
+ */
+export class StillWorkingError extends UnknownOutcomeError {
+  readonly operation: string;
+  readonly status: string;
+  readonly pollAfterMs: number | undefined;
+  constructor(
+    code: string,
+    message: string,
+    work: { readonly operation: string; readonly status: string; readonly pollAfterMs?: number },
+  ) {
+    super(code, message, { details: { operation: work.operation, status: work.status } });
+    this.operation = work.operation;
+    this.status = work.status;
+    this.pollAfterMs = work.pollAfterMs;
+  }
+}
+
+/** Long-running work still going on: its id, status, and the wait it asks for before a poll. */
+export interface Working {
+  readonly kind: "working";
+  readonly operation: string;
+  readonly status: string;
+  readonly pollAfterMs?: number;
+}
+
 /** What the integration's query by key knows of a write. */
 export type WriteFound<O> =
   | { readonly status: "applied"; readonly output: O }
   | { readonly status: "not_applied" }
   | { readonly status: "unknown" };
 
-/** How an outcome was learnt: the first call, a call again under the key, a query, the record. */
-export type LearntBy = "call" | "retry" | "query" | "query after timeout" | "record";
+/**
+ * How an outcome was learnt: the first call, a call again under the key, a query, the record, a
+ * poll of the long-running work an earlier call started.
+ */
+export type LearntBy = "call" | "retry" | "query" | "query after timeout" | "record" | "poll";
 
 export type WriteOutcome<O> =
   | { readonly kind: "succeeded"; readonly output: O; readonly by: LearntBy }
@@ -68,6 +112,9 @@ export type WriteOutcome<O> =
   | { readonly kind: "unknown"; readonly error: SideEffectError; readonly cause: string }
   /** With `learnOnly`: the integration never saw the key; the record is closed `failed`. */
   | { readonly kind: "not_called"; readonly error: SideEffectError };
+
+/** The work the call started still goes on (the record stays open); `since` the record's start. */
+export type StillGoingOn = Working & { readonly since: string };
 
 /** Why an outcome stayed unknown, besides a call's timeout (whose message says it). */
 export type UnclearCause = "query timed out" | "could not tell" | "timed out twice" | "no query";
@@ -85,8 +132,10 @@ export interface OutsideWrite<O> {
   /**
    * The write under the key. Throws an UnknownOutcomeError when it may or may not have happened,
    * a PermanentError when refused, anything else (a TransientError) when nothing happened.
+   * A system that runs the write long calls `started` with the id of the work as soon as it has
+   * it, and throws StillWorkingError while the work goes on.
    */
-  call(): Promise<O>;
+  call(started?: (operation: string) => Promise<void>): Promise<O>;
   /** What the integration knows of the key. Without one, a call again is the only way to learn. */
   query?(): Promise<WriteFound<O>>;
   /**
@@ -101,6 +150,15 @@ export interface OutsideWrite<O> {
   readonly recorded?: OutputRecord<O>;
   /** What an unknown outcome says of its cause, where the default words do not fit. */
   readonly causes?: Partial<Readonly<Record<UnclearCause, string>>>;
+}
+
+/** An outside write the system may run long (an MCP tool run as a task). */
+export interface ResumableWrite<O> extends OutsideWrite<O> {
+  /**
+   * The outcome of the work an earlier call started (the record's `operation`), as `call` gives
+   * one. Without it, a call's StillWorkingError is unknown.
+   */
+  resume?(operation: string): Promise<O>;
 }
 
 /** The step's side of a write: its key, the ledger it is recorded in, and its attempt. */
@@ -119,27 +177,42 @@ export interface WriteStep {
   readonly unknownCode?: string;
   /** The step no longer wants the write: learn, call nothing; an unseen key is closed with this. */
   readonly learnOnly?: SideEffectError;
+  /** How long started work may go on before it is unknown. @default DEFAULT_WORKING_LIMIT_SECONDS */
+  readonly workingLimitSeconds?: number;
 }
 
-export type WriteOnce<O> = OutsideWrite<O> & WriteStep;
+export type WriteOnce<O> = ResumableWrite<O> & WriteStep;
 
 /** What the step learnt before it is recorded. */
 type Learnt<O> =
   | { readonly kind: "succeeded"; readonly output: O; readonly by: LearntBy }
   | { readonly kind: "failed"; readonly error: SideEffectError }
   | { readonly kind: "unknown"; readonly cause: string }
-  | { readonly kind: "not_called"; readonly error: SideEffectError };
+  | { readonly kind: "not_called"; readonly error: SideEffectError }
+  | Working;
 
-/** Run the write once under its key (see the file's comment). */
-export async function writeOnce<O>(write: WriteOnce<O>): Promise<WriteOutcome<O>> {
+/** Run the write once under its key (see the file's comment); only one that can `resume` waits. */
+export function writeOnce<O>(
+  write: OutsideWrite<O> & WriteStep & { readonly resume?: undefined },
+): Promise<WriteOutcome<O>>;
+export function writeOnce<O>(write: WriteOnce<O>): Promise<WriteOutcome<O> | StillGoingOn>;
+export async function writeOnce<O>(write: WriteOnce<O>): Promise<WriteOutcome<O> | StillGoingOn> {
   const record = await claim(write);
   const final = recordedOutcome(write, record);
   if (final) return final;
+  // Work an earlier call started is asked about, never started again; its polls are not unknowns.
+  if (record.operation !== undefined && write.resume) {
+    const resume = write.resume.bind(write);
+    const polled = await attempt(write, "poll", () => resume(record.operation as string));
+    if (polled.kind === "working") return stillWorking(write, polled, record.created_at);
+    return settle(write, polled, write.receiveCount ?? 1);
+  }
   const earlier =
     record.state === "unknown" || record.attempts > 1 || write.learnOnly !== undefined;
   const learnt = earlier
     ? await askFirst(write, record)
     : await resendIfSafe(write, record, await callResolving(write, "call"));
+  if (learnt.kind === "working") return stillWorking(write, learnt, record.created_at);
   return settle(write, learnt, Math.max(record.attempts, write.receiveCount ?? 1));
 }
 
@@ -149,17 +222,19 @@ export async function writeOnce<O>(write: WriteOnce<O>): Promise<WriteOutcome<O>
  * them, never thrown.
  */
 export async function resendByPerson<O>(
-  write: Omit<WriteOnce<O>, "learnOnly" | "receiveCount" | "maxUnknownAttempts">,
+  write: Omit<WriteOnce<O>, "learnOnly" | "receiveCount" | "maxUnknownAttempts" | "resume">,
 ): Promise<WriteOutcome<O>> {
   const record = await claim(write);
   const final = recordedOutcome(write, record);
   if (final) return final;
   const learnt = await callResolving(write, "retry");
-  if (learnt.kind !== "unknown") return settle(write, learnt, record.attempts);
-  const message = `resend: ${learnt.cause} (key ${write.key})`;
+  if (learnt.kind !== "unknown" && learnt.kind !== "working")
+    return settle(write, learnt, record.attempts);
+  const cause = learnt.kind === "unknown" ? learnt.cause : `${learnt.operation} ${learnt.status}`;
+  const message = `resend: ${cause} (key ${write.key})`;
   const error = { code: write.unknownCode ?? DEFAULT_UNKNOWN_CODE, message };
   await write.ledger.markUnknown(write.key, error, write.now);
-  return { kind: "unknown", error, cause: learnt.cause };
+  return { kind: "unknown", error, cause };
 }
 
 /** What a person found of a write handed to them. */
@@ -208,8 +283,11 @@ async function askFirst<O>(write: WriteOnce<O>, record: SideEffectRecord): Promi
   return write.learnOnly ? found : resendIfSafe(write, record, found);
 }
 
+/** An outside write and where its record is kept. */
+type WriteParty<O> = ResumableWrite<O> & Pick<WriteStep, "ledger" | "key" | "now">;
+
 /** Call; a timeout is resolved by the query: not applied -> one call more (4). */
-async function callResolving<O>(write: OutsideWrite<O>, by: LearntBy): Promise<Learnt<O>> {
+async function callResolving<O>(write: WriteParty<O>, by: LearntBy): Promise<Learnt<O>> {
   const called = await call(write, by);
   if (called.kind !== "unknown" || !write.query) return called;
   const found = await ask(write, "query after timeout");
@@ -229,13 +307,29 @@ async function resendIfSafe<O>(
   return again.kind === "unknown" ? learnt : again;
 }
 
-/** One call under the key: its answer, its refusal, or unknown when it timed out. */
-async function call<O>(write: OutsideWrite<O>, by: LearntBy): Promise<Learnt<O>> {
+/** One call under the key: its answer, its refusal, work still going on, or unknown (a timeout). */
+function call<O>(write: WriteParty<O>, by: LearntBy) {
+  const started = async (operation: string) => {
+    await write.ledger.markStarted(write.key, operation, write.now);
+  };
+  return attempt(write, by, () => write.call(started));
+}
+
+/** A call or a poll: its output, its refusal, work still going on, or unknown. */
+async function attempt<O>(
+  write: ResumableWrite<O>,
+  by: LearntBy,
+  run: () => Promise<O>,
+): Promise<Learnt<O>> {
   try {
-    return { kind: "succeeded", output: await write.call(), by };
+    return { kind: "succeeded", output: await run(), by };
   } catch (error) {
     const refused = (write.refusal ?? permanentRefusal)(error);
     if (refused) return { kind: "failed", error: refused };
+    if (error instanceof StillWorkingError && write.resume) {
+      const { operation, status, pollAfterMs } = error;
+      return { kind: "working", operation, status, ...(pollAfterMs ? { pollAfterMs } : {}) };
+    }
     if (error instanceof UnknownOutcomeError) return { kind: "unknown", cause: error.message };
     throw error;
   }
@@ -273,7 +367,7 @@ function resendSafe(
 /** Record what was learnt (6). */
 async function settle<O>(
   write: Omit<WriteOnce<O>, "receiveCount" | "learnOnly">,
-  learnt: Learnt<O>,
+  learnt: Exclude<Learnt<O>, Working>,
   attempts: number,
 ): Promise<WriteOutcome<O>> {
   const { ledger, key, now } = write;
@@ -305,6 +399,23 @@ async function unknownOutcome<O>(
   throw new TransientError(code, message, {
     details: { key: write.key, attempts, maxUnknownAttempts: max },
   });
+}
+
+/** Work still going on: left open, or unknown (handed to a person) once past its limit. */
+async function stillWorking<O>(
+  write: Omit<WriteOnce<O>, "receiveCount" | "learnOnly">,
+  working: Working,
+  since: string,
+): Promise<StillGoingOn | WriteOutcome<O>> {
+  const limit = write.workingLimitSeconds ?? DEFAULT_WORKING_LIMIT_SECONDS;
+  if (write.now.getTime() - Date.parse(since) < limit * 1000) return { ...working, since };
+  const cause = `${working.operation} still ${working.status} ${limit} s after it was started`;
+  const error = {
+    code: write.unknownCode ?? DEFAULT_UNKNOWN_CODE,
+    message: `${write.name}: ${cause} (key ${write.key})`,
+  };
+  await write.ledger.markUnknown(write.key, error, write.now);
+  return { kind: "unknown", error, cause };
 }
 
 function permanentRefusal(error: unknown): SideEffectError | undefined {

@@ -58,6 +58,7 @@ export function agentWaitOf(journal: AgentJournal): AgentWaitView | undefined {
     kind: waiting.kind,
     ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
     ...(waiting.input === undefined ? {} : { input: waiting.input }),
+    ...(waiting.remote_task === undefined ? {} : { remoteTask: waiting.remote_task }),
     ...(example === undefined ? {} : { answerExample: example }),
     since: waiting.since,
     reason: waiting.reason,

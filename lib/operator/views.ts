@@ -283,7 +283,7 @@ export interface AgentWaitView {
   readonly agent: string;
   readonly taskId: string;
   readonly status: string;
-  readonly kind: "approval" | "outcome" | "answer";
+  readonly kind: "approval" | "outcome" | "answer" | "task";
   /** The tool call it waits on, its tool and the input the model gave it. */
   readonly toolCallId?: string;
   readonly tool?: string;
@@ -291,8 +291,10 @@ export interface AgentWaitView {
   /** A write's idempotency key (an unknown outcome). */
   readonly key?: string;
   readonly since: string;
-  /** When an approval's deadline passes. */
+  /** When an approval's deadline passes, or the outside work (`task`) is polled next. */
   readonly deadline?: string;
+  /** For `task`: the outside system's work the call started (an MCP task), as last polled. */
+  readonly remoteTask?: { readonly id: string; readonly status: string };
   /** An answer of the agent's shape (kind `answer`), when its answer schema is known. */
   readonly answerExample?: Readonly<Record<string, unknown>>;
   readonly reason: string;

@@ -8,6 +8,7 @@ import {
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import { type AgentPorts, agentStep, type StepResult } from "../../functions/core/agent/loop";
 import { conversationTexts } from "../../functions/core/agent/messages";
+import { taskPollDue } from "../../functions/core/agent/task-wait";
 import { PermanentError, TransientError } from "../../functions/core/errors";
 import type {
   ModelPort,
@@ -201,6 +202,41 @@ describe("an agent with another system's A2A agent as a tool", () => {
     expect(again.recorded.outcome).toBe("succeeded (query)");
     expect(c.server.reads.list).toBe(1);
     expect(c.server.received).toHaveLength(1);
+  });
+
+  it("a task still working when the agent answered makes the run wait on it; its poll reads the result: one message", async () => {
+    const c = await clerk([ASK, { text: JSON.stringify({ invoice: "INV-1" }) }]);
+    const send = c.port.send.bind(c.port);
+    const getTask = c.port.getTask.bind(c.port);
+    // The agent answers before its task is done, and the first tasks/get still finds it working.
+    c.port.send = async (message) => ({ ...(await send(message)), state: "working" });
+    let polls = 0;
+    c.port.getTask = async (taskId, timeoutMs) => {
+      const view = await getTask(taskId, timeoutMs);
+      polls += 1;
+      return view && polls === 1 ? { ...view, state: "working" } : view;
+    };
+    const turn = commit((await c.step(c.journal)).journal);
+    const waits = await c.step(turn);
+    const taskId = waits.journal.waiting?.remote_task?.id;
+    expect(waits.journal.status).toBe("BLOCKED");
+    expect(waits.journal.waiting).toMatchObject({
+      kind: "task",
+      remote_task: { id: expect.any(String), status: "working" },
+    });
+    expect((await c.ports.sideEffects.get(KEY_OF_CALL_1))?.operation).toBe(taskId);
+    const poll = async (journal: AgentJournal, seconds: number) => {
+      const now = new Date(T0.getTime() + seconds * 1000);
+      const due = taskPollDue(commit(journal), now) as AgentJournal;
+      return agentStep(billingAgent([c.tool()]), due, c.ports, { now, receiveCount: 1 });
+    };
+    const still = await poll(waits.journal, 60);
+    expect(still.journal.waiting?.remote_task).toEqual({ id: taskId, status: "working" });
+    const done = await poll(still.journal, 120);
+    expect(done.recorded.outcome).toBe("succeeded (poll)");
+    expect(done.wrote?.output).toEqual({ text: "opened INV-1", data: { invoice: "INV-1" } });
+    expect(c.server.received).toHaveLength(1);
+    expect(c.server.invoices).toHaveLength(1);
   });
 
   it("records a failed task as failed, and tells the model", async () => {

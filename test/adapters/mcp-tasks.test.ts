@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
+import type { AgentJournal } from "../../functions/core/agent/agent";
 import { defineAgent } from "../../functions/core/agent/agent";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import { agentStep } from "../../functions/core/agent/loop";
+import { taskPollDue } from "../../functions/core/agent/task-wait";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import {
@@ -21,7 +23,8 @@ import { MCP_TOKEN, startTestMcpServer, type TestMcpServer } from "../support/mc
  * (test/support/mcp-server.ts: `export_history`, a task that ends `taskMs` after it was created):
  * called task-augmented, its task polled with `tasks/get` at the server's `pollInterval`, its
  * result read with `tasks/result`; a failed task is the tool's refusal; a task still working at
- * the call's timeout leaves the write unknown, never created twice.
+ * the call's timeout makes the run wait on it (its id kept with the ledger's record: a crash or
+ * a redelivery polls it, never creates a second), and past its limit a person is asked.
  */
 
 const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
@@ -81,7 +84,7 @@ async function exportRun(port: McpServerPort, customerId: string, declaration = 
   const step = (j: typeof journal, receiveCount = 1) =>
     agentStep(agent, JSON.parse(JSON.stringify(j)), ports, { now: T0, receiveCount });
   const turn = await step(journal);
-  return { ports, step, afterTurn: turn.journal };
+  return { ports, agent, step, afterTurn: turn.journal };
 }
 
 async function sdkServer() {
@@ -128,20 +131,78 @@ describe("an MCP tool the server runs as a task", () => {
     expect(record?.error?.message).toContain("the archive is offline");
   });
 
-  it("a task still working at the call's timeout leaves the write unknown: never a second task", async () => {
+  it("a task still working at the call's timeout makes the run wait on it, its id kept with the ledger's record", async () => {
     const { server, port } = await sdkServer();
-    server.taskMs = 60_000;
+    server.holdTasks = true;
     const run = await exportRun(port, "c-8", { ...EXPORTS, timeoutMs: 1_500 });
-    await expect(run.step(run.afterTurn)).rejects.toMatchObject({ code: "tool.outcome_unknown" });
-    const record = await run.ports.sideEffects.get(KEY);
-    expect(record).toMatchObject({ state: "unknown" });
-    expect(record?.error?.message).toContain("the query by key could not tell");
-    // The next delivery asks, and the query of a task tool cannot tell: nothing is created again.
-    await expect(run.step(run.afterTurn, 2)).rejects.toMatchObject({
-      code: "tool.outcome_unknown",
+    const waits = await run.step(run.afterTurn);
+    const taskId = server.exports[0]?.taskId;
+    expect(waits.next).toBe("wait");
+    expect(waits.journal.status).toBe("BLOCKED");
+    expect(waits.journal.waiting).toMatchObject({
+      kind: "task",
+      tool_call_id: "call_1",
+      key: KEY,
+      remote_task: { id: taskId, status: "working" },
+    });
+    // The next poll: the server's 100 ms raised to the least wait, 5 s.
+    expect(waits.journal.waiting?.deadline).toBe(new Date(T0.getTime() + 5_000).toISOString());
+    expect(waits.recorded.outcome).toBe(`waiting: ${taskId} working`);
+    expect(await run.ports.sideEffects.get(KEY)).toMatchObject({
+      state: "pending",
+      operation: taskId,
+    });
+    // The step delivered again (its commit lost) asks tasks/get on that task: none created again.
+    server.finishHeldTasks();
+    const again = await run.step(run.afterTurn, 2);
+    expect(again.recorded).toMatchObject({ outcome: "succeeded (poll)", key: KEY });
+    expect(again.wrote?.output).toEqual({
+      text: '{"export":"E-1"}',
+      structured: { export: "E-1" },
     });
     expect(server.calls).toEqual({ export_history: 1 });
     expect(server.exports).toHaveLength(1);
+  });
+
+  it("a crash after the server created the task: the redelivered step polls that task, never creates a second", async () => {
+    const { server, port } = await sdkServer();
+    server.holdTasks = true;
+    const getTask = port.getTask.bind(port);
+    let crashes = 1;
+    // The worker dies while it polls the task it just created, before anything is committed.
+    port.getTask = async (taskId, timeoutMs) => {
+      if (crashes-- > 0) throw new Error("the worker died");
+      return getTask(taskId, timeoutMs);
+    };
+    const run = await exportRun(port, "c-10");
+    await expect(run.step(run.afterTurn)).rejects.toThrow("the worker died");
+    expect((await run.ports.sideEffects.get(KEY))?.operation).toBe(server.exports[0]?.taskId);
+    const waits = await run.step(run.afterTurn, 2);
+    expect(waits.journal.waiting?.remote_task?.status).toBe("working");
+    expect(server.calls).toEqual({ export_history: 1 });
+  });
+
+  it("a task still working past the tool's limit is unknown: the run waits for a person, nothing created again", async () => {
+    const { server, port } = await sdkServer();
+    server.holdTasks = true;
+    const limited = { ...EXPORTS, tools: { export_history: { taskLimitSeconds: 60 } } };
+    const run = await exportRun(port, "c-11", limited);
+    const waits = await run.step(run.afterTurn);
+    // The sweeper's deadline, 61 s later (as the lease sweeper sends it: the run's decision).
+    const at = new Date(T0.getTime() + 61_000);
+    const polling = taskPollDue(waits.journal, at);
+    expect(taskPollDue(waits.journal, T0)).toBeUndefined();
+    expect(polling?.status).toBe("RUNNING");
+    const handed = await agentStep(run.agent, polling as AgentJournal, run.ports, {
+      now: at,
+      receiveCount: 1,
+    });
+    expect(handed.journal.status).toBe("NEEDS_HUMAN");
+    expect(handed.journal.waiting).toMatchObject({ kind: "outcome", tool_call_id: "call_1" });
+    const record = await run.ports.sideEffects.get(KEY);
+    expect(record?.state).toBe("unknown");
+    expect(record?.error?.message).toContain("still working 60 s after it was started");
+    expect(server.calls).toEqual({ export_history: 1 });
   });
 
   it("the in-memory twin lists a task tool and runs it as a task", async () => {

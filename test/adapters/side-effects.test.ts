@@ -145,6 +145,28 @@ describe("DynamoSideEffects", () => {
     expect(done.updated_at).toBe(T2.toISOString());
   });
 
+  it("keeps the id of the work a call started on an open record, through unknown, and refuses it on a final one", async () => {
+    const { key, meta } = newKey();
+    await store.claim(key, meta, T0);
+    const started = await store.markStarted(key, "task-7", T1);
+    expect(started).toMatchObject({ state: "pending", operation: "task-7", attempts: 1 });
+    expect((await store.claim(key, meta, T1)).operation).toBe("task-7");
+    const unknown = await store.markUnknown(
+      key,
+      { code: "tool.outcome_unknown", message: "a" },
+      T1,
+    );
+    expect(unknown).toMatchObject({ state: "unknown", operation: "task-7" });
+    await store.markSucceeded(key, { output_json: "{}" }, T2);
+    await expect(store.markStarted(key, "task-8", T2)).rejects.toBeInstanceOf(
+      SideEffectTransitionError,
+    );
+    await expect(store.markStarted(newKey().key, "task-9", T2)).rejects.toBeInstanceOf(
+      SideEffectTransitionError,
+    );
+    expect((await store.get(key))?.operation).toBe("task-7");
+  });
+
   it("never leaves succeeded: failed and unknown are refused, succeeded again is a no-op", async () => {
     const { key, meta } = newKey();
     await store.claim(key, meta, T0);

@@ -41,6 +41,9 @@ describe("simulated schedules", () => {
       // A2A write tools: a timeout after the remote agent acted, a worker's crash after it acted.
       "timeout-after-apply a2a",
       "crash-after-write a2a",
+      // An MCP task that outlived its call: a crash after the server created it, or while polled.
+      "crash-after-task-created mcp",
+      "crash-while-polling mcp",
       // Customers erased while their conversations went on, and events read back [erased].
       "erasure erased",
       "relayed erased",

@@ -17,8 +17,8 @@ import { IDEMPOTENCY_KEY_META } from "../../functions/integrations/mcp/port";
  * - `find_ticket` (reads): the ticket opened under a key, or `isError` when there is none;
  * - `export_history` (writes, task-required: `execution.taskSupport: "required"`): starts an export
  *   as a task (one task store for all requests), which completes `taskMs` later with the export's
- *   id, or fails (`isError`) for a customer id with "fail"; the task's `pollInterval` is
- *   `taskPollMs`.
+ *   id, or fails (`isError`) for a customer id with "fail" (while `holdTasks` is set, when the
+ *   test calls `finishHeldTasks`); the task's `pollInterval` is `taskPollMs`.
  * It takes requests with `Authorization: Bearer <token>` only (401 otherwise).
  */
 
@@ -36,6 +36,10 @@ export interface TestMcpServer {
   readonly exports: { readonly id: string; readonly key: string; readonly taskId: string }[];
   /** Milliseconds an export's task works before it ends. */
   taskMs: number;
+  /** Exports started while set work until `finishHeldTasks` (however long `taskMs` is). */
+  holdTasks: boolean;
+  /** Ends the held exports' tasks now (completed, or failed for a customer with "fail"). */
+  finishHeldTasks(): void;
   /** The `pollInterval` the export's task names, in milliseconds. */
   taskPollMs: number;
   close(): Promise<void>;
@@ -54,6 +58,11 @@ export async function startTestMcpServer(
     exports: [] as TestMcpServer["exports"][number][],
     taskMs: 300,
     taskPollMs: 100,
+    holdTasks: false,
+    held: [] as (() => void)[],
+    finishHeldTasks() {
+      for (const finish of state.held.splice(0)) finish();
+    },
   };
   const tasks = new InMemoryTaskStore();
   const http = createServer(async (req, res) => {
@@ -90,7 +99,7 @@ async function listening(http: Server): Promise<string> {
   return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
 }
 
-type State = Omit<TestMcpServer, "url" | "close">;
+type State = Omit<TestMcpServer, "url" | "close"> & { held: (() => void)[] };
 
 const TASK_CAPABILITIES = { tasks: { requests: { tools: { call: {} } } } };
 
@@ -176,7 +185,7 @@ function exportHistory(
         });
         const id = `E-${state.exports.length + 1}`;
         state.exports.push({ id, key, taskId: task.taskId });
-        setTimeout(() => {
+        const finish = () => {
           const failed = customer_id.includes("fail");
           const result = failed
             ? {
@@ -186,7 +195,9 @@ function exportHistory(
             : { content: text({ export: id }), structuredContent: { export: id } };
           // The shared store: the request's would tell its server, closed by now, the status.
           void tasks.storeTaskResult(task.taskId, failed ? "failed" : "completed", result);
-        }, state.taskMs);
+        };
+        if (state.holdTasks) state.held.push(finish);
+        else setTimeout(finish, state.taskMs);
         return { task };
       },
       getTask: (_args, extra) => extra.taskStore.getTask(extra.taskId),

@@ -19,7 +19,7 @@ import { SideEffectAttr } from "./tables";
 /**
  * The SideEffectStore on the side-effects table (partition key `effect_key`). One item per key:
  * `effect_key`, `state`, `attempts` (N), `created_at`, `updated_at`, `task_id`, `kind`, and
- * `result` / `error` (maps) once known.
+ * `result` / `error` (maps) once known; `operation` (S) once a call started long-running work.
  *
  * - `claim` is one UpdateItem: the `if_not_exists` SETs create the item as `pending` only when it
  *   is absent and `ADD attempts 1` counts the claim, atomically, returning the item after the
@@ -95,6 +95,41 @@ export class DynamoSideEffects implements SideEffectStore {
 
   async markUnknown(key: string, error: SideEffectError, now: Date): Promise<SideEffectRecord> {
     return this.transition(key, "unknown", { error }, now);
+  }
+
+  /** Keeps the started work's id on a record still open: `attribute_exists AND state IN (pending, unknown)`. */
+  async markStarted(key: string, operation: string, now: Date): Promise<SideEffectRecord> {
+    try {
+      const output = await this.client.send(
+        UpdateItem({
+          TableName: this.tableName,
+          Key: { [KEY]: { S: key } },
+          UpdateExpression: "SET #operation = :operation, #updated = :now",
+          ConditionExpression: "attribute_exists(#key) AND #state IN (:pending, :unknown)",
+          ExpressionAttributeNames: {
+            "#key": KEY,
+            "#state": "state",
+            "#operation": "operation",
+            "#updated": "updated_at",
+          },
+          ExpressionAttributeValues: {
+            ":operation": { S: operation },
+            ":now": { S: now.toISOString() },
+            ":pending": { S: "pending" },
+            ":unknown": { S: "unknown" },
+          },
+          ReturnValues: "ALL_NEW",
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      );
+      return recordOf(output.Attributes ?? {});
+    } catch (error) {
+      if (!isNamed(error, "ConditionalCheckFailedException"))
+        throw failure(error, "UpdateItem (started)");
+      const returned = (error as { Item?: Item }).Item;
+      const current = returned && Object.keys(returned).length > 0 ? recordOf(returned) : undefined;
+      throw new SideEffectTransitionError(key, current?.state, "pending");
+    }
   }
 
   /** The stored record, or undefined when the key was never claimed (strongly consistent). */
@@ -193,5 +228,6 @@ function recordOf(item: Item): SideEffectRecord {
     kind: String(raw.kind),
     ...(raw.result ? { result: raw.result as SideEffectResult } : {}),
     ...(raw.error ? { error: raw.error as SideEffectError } : {}),
+    ...(typeof raw.operation === "string" ? { operation: raw.operation } : {}),
   };
 }

@@ -17,6 +17,7 @@ import { type AgentPorts, agentStep, type StepResult, type WriteDone } from "./l
 import { conversationTexts } from "./messages";
 import { approvalExpired, personDecides } from "./person";
 import { cancelTurn, operatorStopped, type Superseded, stopDiscard, stopped } from "./stop";
+import { taskPollDue, waitsForTask } from "./task-wait";
 
 /**
  * An agent as a consumer group's role: each run is the aggregate `agent_run/<run id>`, and each
@@ -183,6 +184,9 @@ async function decideOn(
   }
   const expired = approvalExpired(spec.agent, state, context.now);
   if (expired) return outcome(spec, expired);
+  // The sweeper's deadline of a run waiting for outside work: the step that polls it, now.
+  const polling = event.event_type === types.decision && taskPollDue(state, context.now);
+  if (polling) return taken(spec, state, polling, event, context);
   if (event.event_type === types.decision) return decision(spec, state, event, context);
   return step(spec, state, event, context);
 }
@@ -202,10 +206,11 @@ function withCurrentRun(
   decision: Decision<AgentJournal>,
 ): Decision<AgentJournal> {
   const { types, group } = spec.descriptor;
+  // A poll of outside work the run waits for (./task-wait.ts) goes on with the same run.
   const begins =
     decision.state !== undefined &&
     (event.event_type === types.start ||
-      (event.event_type === types.decision && before !== undefined));
+      (event.event_type === types.decision && before !== undefined && !waitsForTask(before)));
   const journal =
     begins && decision.state
       ? { ...decision.state, current_run: agentRunIdOf(group, event, receiveCount) }
@@ -291,8 +296,19 @@ async function step(
   // The registry checked the payload against the step command's schema on delivery.
   const { step: asked } = event.payload as { step: number };
   if (state.status !== "RUNNING" || asked !== state.step + 1) return {};
+  return taken(spec, state, state, event, context);
+}
+
+/** The run's next step, from `journal` (`state`, or `state` made RUNNING to poll outside work). */
+async function taken(
+  spec: AgentRoleSpec,
+  state: AgentJournal,
+  journal: AgentJournal,
+  event: Envelope,
+  context: DecideContext<AgentJournal>,
+): Promise<Decision<AgentJournal>> {
   try {
-    const result = await agentStep(spec.agent, state, spec.ports, {
+    const result = await agentStep(spec.agent, journal, spec.ports, {
       now: context.now,
       receiveCount: context.receiveCount,
       correlationId: event.correlation_id,
@@ -356,11 +372,9 @@ async function outcome(spec: AgentRoleSpec, result: StepResult): Promise<Decisio
     const facts = await spec.finish(journal, conversationOf(result, spec.ports));
     return { state: journal, emit: [...wrote, ...declared(spec, facts)] };
   }
-  return {
-    state: journal,
-    emit: [...wrote, ...declared(spec, await spec.needsPerson(journal))],
-    dueAt: journal.waiting?.deadline ?? null,
-  };
+  // A run waiting for outside work waits for nobody: its next poll is due at the deadline.
+  const facts = waitsForTask(journal) ? [] : declared(spec, await spec.needsPerson(journal));
+  return { state: journal, emit: [...wrote, ...facts], dueAt: journal.waiting?.deadline ?? null };
 }
 
 /** The conversation of a run that ended (RunConversation): the step's own texts, or one read. */
@@ -431,11 +445,13 @@ export function stepIdsOf(event: { readonly payload?: unknown }): {
  */
 export function summarizeAgentRun(journal: AgentJournal): StateSummary {
   const waiting = journal.waiting;
+  const task = waiting?.remote_task;
+  const kind = task ? `task ${task.id} (${task.status})` : waiting?.kind;
   const what = waiting
-    ? ` waits for ${waiting.kind}${waiting.tool ? ` of ${waiting.tool} ${waiting.tool_call_id}` : ""}`
+    ? ` waits for ${kind}${waiting.tool ? ` of ${waiting.tool} ${waiting.tool_call_id}` : ""}`
     : "";
   const list =
-    journal.status === "BLOCKED"
+    journal.status === "BLOCKED" && !task
       ? "approval"
       : journal.status === "NEEDS_HUMAN"
         ? "needs_human"

@@ -160,16 +160,21 @@ export function withDecision(
 
 /** What a BLOCKED or NEEDS_HUMAN run waits for. */
 export interface Waiting {
-  /** `approval`: a call needs a person's yes or no; `outcome`: a write's outcome is unknown. */
-  readonly kind: "approval" | "outcome" | "answer";
+  /**
+   * `approval`: a call needs a person's yes or no; `outcome`: a write's outcome is unknown;
+   * `task`: the work a write started at an outside system goes on (./task-wait.ts: no person).
+   */
+  readonly kind: "approval" | "outcome" | "answer" | "task";
   readonly tool_call_id?: string;
   readonly tool?: string;
   readonly input?: unknown;
   readonly key?: string;
   readonly since: string;
-  /** When an approval's deadline passes (ISO 8601). */
+  /** When an approval's deadline passes, or outside work is polled next (ISO 8601). */
   readonly deadline?: string;
   readonly reason: string;
+  /** For `task`: the outside system's work (an MCP task), as its last poll found it. */
+  readonly remote_task?: { readonly id: string; readonly status: string };
 }
 
 export interface StartedBy {

@@ -14,8 +14,11 @@ export type WaitingEventType = {
   [K in EventType]: EventPayloads[K] extends { readonly waiting: Waiting["kind"] } ? K : never;
 }[EventType];
 
+/** What a run waits a person for (a run waiting for outside work, `task`, waits for nobody). */
+type PersonWait = Exclude<Waiting["kind"], "task">;
+
 /** The signal a run waiting for a person raises, by what it waits for. */
-const PERSON_WAITS: Readonly<Record<Waiting["kind"], AttentionSignal>> = {
+const PERSON_WAITS: Readonly<Record<PersonWait, AttentionSignal>> = {
   approval: AWAITING_APPROVAL,
   outcome: UNKNOWN_SIDE_EFFECTS,
   answer: NEEDS_HUMAN,
@@ -28,7 +31,7 @@ const PERSON_WAITS: Readonly<Record<Waiting["kind"], AttentionSignal>> = {
  * `needs-human`.
  */
 export function personWaitRules(type: WaitingEventType): AttentionRule[] {
-  return (Object.keys(PERSON_WAITS) as Waiting["kind"][]).map((kind) =>
+  return (Object.keys(PERSON_WAITS) as PersonWait[]).map((kind) =>
     raiseOn(type, PERSON_WAITS[kind], (payload) => payload.waiting === kind),
   );
 }

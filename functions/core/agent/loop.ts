@@ -29,6 +29,7 @@ import {
 } from "./agent";
 import type { ContentStore } from "./content";
 import { conversationTexts, withMessage } from "./messages";
+import { blockedOnTask } from "./task-wait";
 import { outsideSubject, toolSpecsOf } from "./tool";
 import { type CallOutcome, runReadTool, runWriteTool, toolCallKey } from "./tool-call";
 import { reportedCount, reportedLatency, takenTurn } from "./turn";
@@ -42,7 +43,8 @@ import { reportedCount, reportedLatency, takenTurn } from "./turn";
  * 1. a tool call of the latest turn is unsettled -> settle it: refused at once if the model named
  *    no such tool, gave input that does not fit, or asked a write tool to act on anything but what
  *    the run is about (its subject: ToolDefinition.actsOn) (nothing runs); BLOCKED if it needs a
- *    person's approval not yet given; else run it (./tool-call.ts). Its answer is stored; once
+ *    person's approval not yet given; else run it (./tool-call.ts); BLOCKED on the outside work it
+ *    started when that outlives the call (./task-wait.ts). Its answer is stored; once
  *    every call of the turn is answered, the answers become the next user message. A write that
  *    took effect is given back with the step (`wrote`), so its facts commit with it.
  * 2. else a model turn: the conversation so far (content references, ./content.ts) with the
@@ -369,6 +371,10 @@ async function callStep(
       reason: `${tool.name} needs a person's approval`,
     });
   const outcome = await settledBy(call, tool, input, key, ports, context, journal, agent);
+  if (outcome.kind === "working") {
+    const blocked = blockedOnTask(journal, { id: call.id, tool: tool.name, input }, outcome, now);
+    return { journal: blocked, next: "wait", recorded: latestStep(blocked) };
+  }
   if (outcome.kind === "unknown")
     return handOver(journal, now, outcome.message, {
       kind: "outcome",
@@ -398,7 +404,7 @@ async function settledCall(
   callId: string,
   tool: AnyTool,
   key: string,
-  outcome: Exclude<CallOutcome, { kind: "unknown" }>,
+  outcome: Extract<CallOutcome, { kind: "succeeded" | "failed" }>,
   ports: AgentPorts,
   now: Date,
 ): Promise<AgentJournal> {

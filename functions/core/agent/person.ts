@@ -24,6 +24,7 @@ import { type AgentPorts, closeTurn, type StepResult } from "./loop";
  * - NEEDS_HUMAN on an `outcome` (a write whose outcome could not be learnt): `applied` with the
  *   outside system's output, or `not_applied`; the side-effect record is closed with it and the
  *   model is told. The key is never run again either way.
+ * - BLOCKED on a `task` (outside work a call started, ./task-wait.ts): nothing to decide; refused.
  * - NEEDS_HUMAN on an `answer` (its turn budget spent, or too many bad turns): `answer`, with the
  *   run's answer as `output`, checked as the model's would be; the run ends COMPLETED with it.
  * The same decision again, before or after its call ran, changes nothing (the journal's
@@ -92,6 +93,8 @@ function waitProblem(journal: AgentJournal, answer: PersonAnswer): string | unde
       ? undefined
       : `it waits for a person's answer (answer, with the run's answer as its output), not ${answer.decision}`;
   if (!waiting?.tool_call_id) return `it waits for no decision (${journal.status})`;
+  if (waiting.kind === "task")
+    return `it waits for ${waiting.remote_task?.id} at the outside system (${waiting.remote_task?.status}), polled next at ${waiting.deadline}; a person is asked if it goes on past its limit`;
   if (waiting.tool_call_id !== answer.tool_call_id)
     return `it waits for a decision on ${waiting.tool_call_id}, not ${answer.tool_call_id}`;
   const allowed = waiting.kind === "approval" ? ["approve", "reject"] : ["applied", "not_applied"];

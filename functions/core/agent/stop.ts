@@ -22,7 +22,8 @@ import { toolCallKey } from "./tool-call";
  * - A cancel of a turn whose run has not begun is kept as that run, CANCELLED, so a start that
  *   comes later is discarded `cancelled`.
  * - A cancel of a run BLOCKED on an approval ends it CANCELLED at once (the call never ran; the
- *   run is due no more). Any other run is marked (`stop`) and ends CANCELLED at its next step or
+ *   run is due no more). A run BLOCKED on outside work its call started (./task-wait.ts) is
+ *   marked: its next poll settles the call first. Any other run is marked (`stop`) and ends CANCELLED at its next step or
  *   approval, which is recorded discarded with the reason; a superseded run is found so there.
  * - Every later command of a stopped run is discarded with its reason: an approval pays nothing.
  * - A run that has written (a write call took effect) is not stopped: it goes on to its answer,
@@ -61,7 +62,8 @@ export function cancelTurn(
   const stop: RunStop = { reason: "cancelled", at: now.toISOString(), by: requested_by };
   if (!state) return { state: stoppedJournal(fresh(), stop, now) };
   if (state.stop || ENDED.includes(state.status)) return {};
-  if (state.status === "BLOCKED" && !hasWritten(state))
+  // A run waiting for outside work its call started learns how it ended first (it may apply).
+  if (state.status === "BLOCKED" && state.waiting?.kind !== "task" && !hasWritten(state))
     return { state: stoppedJournal(state, stop, now), dueAt: null };
   return { state: { ...state, stop }, dueAt: state.waiting?.deadline ?? null };
 }

@@ -1,7 +1,7 @@
 import * as z from "../../../schemas/zod";
 import { type AgentBusError, PermanentError, TransientError, UnknownOutcomeError } from "../errors";
 import type { SideEffectStore } from "../side-effects";
-import { type LearntBy, type OutsideWrite, writeOnce } from "../write-once";
+import { type LearntBy, type ResumableWrite, type StillGoingOn, writeOnce } from "../write-once";
 import type { AnyTool } from "./agent";
 import type { ToolCallContext } from "./tool";
 
@@ -19,7 +19,12 @@ import type { ToolCallContext } from "./tool";
  *   never apply a key twice). An outcome still unknown throws TransientError
  *   `tool.outcome_unknown` (the queue redelivers, the next attempt asks again) until
  *   `maxUnknownAttempts`, then the run is handed to a person: never retried under a new key.
- *   The step says how it was learnt: `run`, `retry`, `query`, `query after timeout`, `record`.
+ *   The step says how it was learnt: `run`, `retry`, `query`, `query after timeout`, `record`,
+ *   `poll`.
+ * - A write tool the outside system runs long (`resume`: an MCP task) keeps the work's id with the
+ *   ledger's record as soon as the system gives it (`ToolCallContext.started`); work still going
+ *   on at the call's timeout is `working` (the run waits for it: ./task-wait.ts), and every later
+ *   attempt polls it by `resume`, never calls again.
  */
 
 export const OUTCOME_UNKNOWN = "tool.outcome_unknown";
@@ -27,7 +32,8 @@ export const OUTCOME_UNKNOWN = "tool.outcome_unknown";
 export type CallOutcome =
   | { readonly kind: "succeeded"; readonly output: unknown; readonly by: string }
   | { readonly kind: "failed"; readonly code: string; readonly message: string }
-  | { readonly kind: "unknown"; readonly key: string; readonly message: string };
+  | { readonly kind: "unknown"; readonly key: string; readonly message: string }
+  | (StillGoingOn & { readonly key: string });
 
 export interface ToolCallRun {
   readonly tool: AnyTool;
@@ -74,12 +80,17 @@ export async function runWriteTool(
     receiveCount: call.receiveCount,
     maxUnknownAttempts: call.maxUnknownAttempts,
     unknownCode: OUTCOME_UNKNOWN,
+    ...(call.tool.waitLimitSeconds === undefined
+      ? {}
+      : { workingLimitSeconds: call.tool.waitLimitSeconds }),
   });
   switch (outcome.kind) {
     case "succeeded":
       return { kind: "succeeded", output: outcome.output, by: RUN_BY[outcome.by] };
     case "failed":
       return { kind: "failed", ...outcome.error };
+    case "working":
+      return { ...outcome, key };
     default:
       return { kind: "unknown", key, message: outcome.error.message };
   }
@@ -92,12 +103,17 @@ export async function runWriteTool(
  * apply a key twice), unless it says a resend is not safe (`resendSafe: false`): then an outcome
  * still unknown goes to a person.
  */
-function toolWrite({ tool, input, context }: ToolCallRun): OutsideWrite<unknown> {
+function toolWrite({ tool, input, context }: ToolCallRun): ResumableWrite<unknown> {
   const checked = (output: unknown) => checkedOutput(tool, output);
   const query = tool.query?.bind(tool);
+  const resume = tool.resume?.bind(tool);
   return {
     name: tool.name,
-    call: async () => checked(await tool.run(input, context)),
+    call: async (started) =>
+      checked(await tool.run(input, started ? { ...context, started } : context)),
+    ...(resume && {
+      resume: async (operation: string) => checked(await resume(operation, input, context)),
+    }),
     ...(query && {
       async query() {
         const answer = await query(input, context);
@@ -122,6 +138,7 @@ const RUN_BY: Readonly<Record<LearntBy, string>> = {
   query: "query",
   "query after timeout": "query after timeout",
   record: "record",
+  poll: "poll",
 };
 
 /** The output, checked against the tool's schema: a tool that answers out of shape is a bug. */

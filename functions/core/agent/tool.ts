@@ -21,6 +21,8 @@ import type { WriteFound } from "../write-once";
  *   tool's outcome is then learnt by `query(key)`, or, without one, by running it again under the
  *   same key on the next delivery (such a tool must never apply a key twice); a read tool is
  *   simply run again on the next delivery.
+ * - `StillWorkingError` (../write-once.ts), from a tool with `resume`: the outside system took
+ *   the call on and is still at it; the run waits and polls it (./task-wait.ts).
  * - `ToolRejectedError` (or any PermanentError): the outside system refused; the model is told.
  * - `TransientError` (throttled, unavailable): nothing happened; the delivery is retried later
  *   (with `details.retryAfterSeconds`, no sooner than that).
@@ -38,6 +40,12 @@ export interface ToolCallContext {
   /** What the run is about (its journal's subject: the customer, the order...). */
   readonly subject: Readonly<Record<string, string>>;
   readonly now: Date;
+  /**
+   * For a write tool the outside system runs long (one with `resume`): keeps the id of the work
+   * the call started with the ledger's record, as soon as the system gave it. Awaited before the
+   * call waits for the work.
+   */
+  readonly started?: (operation: string) => Promise<void>;
 }
 
 /** What a query by key learnt of a write that may or may not have happened. */
@@ -89,6 +97,18 @@ export interface ToolDefinition<I = unknown, O = unknown> {
    * outcome that stays unknown goes to a person. @default true without `query`, false with one
    */
   readonly resendSafe?: boolean;
+  /**
+   * For a write tool the outside system may run long (an MCP tool run as a task): the outcome of
+   * the work an earlier call started (`operation`, the id `run` gave `started`), as `run` gives
+   * one; `StillWorkingError` (../write-once.ts) while it goes on. A call whose work is still going
+   * on at its timeout makes the run wait (BLOCKED) and poll by `resume` (./task-wait.ts).
+   */
+  resume?(operation: string, input: I, context: ToolCallContext): Promise<O>;
+  /**
+   * For a tool with `resume`: how long the run waits for the work, from the call, before its
+   * outcome is unknown and a person is asked. @default 86400 (24 h)
+   */
+  readonly waitLimitSeconds?: number;
 }
 
 /** The tool may or may not have done what it was asked (its outcome must be learnt by key). */
@@ -119,6 +139,12 @@ export function defineTool<I, O>(definition: ToolDefinition<I, O>): ToolDefiniti
     throw new PermanentError(
       "tool.invalid_definition",
       `tool ${definition.name}: approval.deadlineSeconds must be a positive integer, got ${seconds}`,
+    );
+  const limit = definition.waitLimitSeconds;
+  if (limit !== undefined && !(Number.isInteger(limit) && limit > 0))
+    throw new PermanentError(
+      "tool.invalid_definition",
+      `tool ${definition.name}: waitLimitSeconds must be a positive integer, got ${limit}`,
     );
   if (definition.actsOn?.length && definition.effect !== "write")
     throw new PermanentError(

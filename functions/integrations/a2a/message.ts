@@ -1,6 +1,6 @@
 import type { ContentStore } from "../../core/agent/content";
 import { PermanentError, UnknownOutcomeError } from "../../core/errors";
-import type { WriteFound } from "../../core/write-once";
+import { StillWorkingError, type WriteFound } from "../../core/write-once";
 import { IDEMPOTENCY_KEY_META } from "../mcp/port";
 import { type A2aFileRef, fileLimit, keepFiles } from "./files";
 import type { A2aAgentPort, A2aCard, A2aTaskView } from "./port";
@@ -19,7 +19,11 @@ import type { A2aAgentPort, A2aCard, A2aTaskView } from "./port";
  * - no answer in time, a connection dropped after sending: unknown, learnt by `learn`: the task
  *   by its id when the agent said it (`tasks/get`), else the task made in the key's context
  *   (`tasks/list`); completed -> applied; failed, rejected, canceled -> not applied (a message
- *   again under the same key); still working, waiting for input, or not found -> cannot tell.
+ *   again under the same key); still working, waiting for input, or not found -> cannot tell;
+ * - a task still `submitted` or `working` when the agent answered (its id known): the caller that
+ *   can wait (an agent's tool: `started` keeps the id with the ledger's record) is told it goes on
+ *   (StillWorkingError `a2a.task_working`) and polls it by `resume` (`tasks/get`): the run's task
+ *   wait (functions/core/agent/task-wait.ts); for any other caller it stays unknown as above.
  * An answer's files are kept as ./files.ts says: bytes in the content store, a URI as it is.
  */
 
@@ -97,8 +101,15 @@ export class A2aExchange {
     return this.declaration.timeoutMs ?? DEFAULT_A2A_TIMEOUT_MS;
   }
 
-  /** Sends `content` under `key` (a write's) or a fresh id (a read's); its outcome or an error. */
-  async send(content: A2aContent, key: string | undefined): Promise<A2aOutput> {
+  /**
+   * Sends `content` under `key` (a write's) or a fresh id (a read's); its outcome or an error.
+   * With `started`, a task still going on is handed to it and thrown as StillWorkingError.
+   */
+  async send(
+    content: A2aContent,
+    key: string | undefined,
+    started?: (taskId: string) => Promise<void>,
+  ): Promise<A2aOutput> {
     await checkedCard(this.port, this.declaration);
     const messageId = key ?? crypto.randomUUID();
     const skill = this.declaration.skill;
@@ -115,13 +126,26 @@ export class A2aExchange {
         timeoutMs: this.timeoutMs,
       });
       if (key && view.taskId) this.taskIds.set(key, view.taskId);
-      return await this.outputOf(view);
+      if (started && view.taskId && GOING_ON.includes(view.state)) await started(view.taskId);
+      return await this.outputOf(view, started !== undefined);
     } catch (error) {
       const taskId = (error as UnknownOutcomeError).details?.taskId;
       if (key && error instanceof UnknownOutcomeError && typeof taskId === "string")
         this.taskIds.set(key, taskId);
       throw error;
     }
+  }
+
+  /** The task an earlier send started, asked about once (`tasks/get`): as `send` with `started`. */
+  async resume(taskId: string): Promise<A2aOutput> {
+    const view = await this.port.getTask(taskId, this.timeoutMs);
+    if (!view)
+      throw new UnknownOutcomeError(
+        "a2a.task_lost",
+        `the A2A agent ${this.declaration.agent} no longer knows task ${taskId}`,
+        { details: { taskId } },
+      );
+    return await this.outputOf(view, true);
   }
 
   /** What the agent knows of the message sent under `key`. */
@@ -137,8 +161,14 @@ export class A2aExchange {
     return { status: "unknown" };
   }
 
-  private outputOf(view: A2aTaskView): Promise<A2aOutput> {
+  private async outputOf(view: A2aTaskView, waits: boolean): Promise<A2aOutput> {
     if (view.state === "completed") return this.kept(view);
+    if (waits && view.taskId && GOING_ON.includes(view.state))
+      throw new StillWorkingError(
+        "a2a.task_working",
+        `the A2A agent ${this.declaration.agent}'s task ${view.taskId} is ${view.state}`,
+        { operation: view.taskId, status: view.state },
+      );
     const refused = REFUSALS[view.state];
     const words = view.text || "no reason given";
     if (refused)
@@ -167,6 +197,9 @@ export class A2aExchange {
     };
   }
 }
+
+/** The states of a task the agent still works on. */
+const GOING_ON: readonly A2aTaskView["state"][] = ["submitted", "working"];
 
 const REFUSALS: Readonly<Partial<Record<A2aTaskView["state"], string>>> = {
   failed: "a2a.task_failed",

@@ -72,8 +72,12 @@ const INPUT_SCHEMA: JsonSchema = {
 export function a2aTool(port: A2aAgentPort, declaration: A2aToolDeclaration): AnyTool {
   const effect = declaration.effect ?? "write";
   const exchange = new A2aExchange(port, declaration);
-  const send = (input: A2aToolInput, key?: string) =>
-    exchange.send({ text: input.message, ...(input.data ? { data: input.data } : {}) }, key);
+  const send = (input: A2aToolInput, key?: string, started?: (id: string) => Promise<void>) =>
+    exchange.send(
+      { text: input.message, ...(input.data ? { data: input.data } : {}) },
+      key,
+      started,
+    );
   return defineTool<A2aToolInput, A2aOutput>({
     name: declaration.name,
     description: `${declaration.name} (A2A agent ${declaration.agent})`,
@@ -89,10 +93,13 @@ export function a2aTool(port: A2aAgentPort, declaration: A2aToolDeclaration): An
         inputSchema: INPUT_SCHEMA,
       };
     },
-    run: (input, { key }) => send(input, effect === "write" ? key : undefined),
+    run: (input, { key, started }) =>
+      effect === "write" ? send(input, key, started) : send(input),
     ...(effect === "write"
       ? {
           query: (_input, { key }) => exchange.learn(key),
+          // A task still going on when the agent answered: the run waits and polls it.
+          resume: (taskId: string) => exchange.resume(taskId),
           resendSafe: declaration.dedupes ?? false,
         }
       : {}),

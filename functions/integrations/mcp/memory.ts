@@ -8,7 +8,8 @@ import type { McpCall, McpCallResult, McpListedTool, McpServerPort, McpTask } fr
  * keeps every call that reached it, and fails the next calls as told (`failNext`): unavailable
  * (nothing reached it), a timeout before or after the tool ran, a dropped connection after it ran.
  * A tool marked `task` is listed task-required; its task runs at once and is `completed` (or
- * `failed`, with its result, when the tool answers `isError`) by the time the call answers.
+ * `failed`, with its result, when the tool answers `isError`) by the time the call answers, or,
+ * with `workingPolls`, once that many `tasks/get` have found it `working`.
  */
 
 export interface MemoryMcpTool {
@@ -16,6 +17,8 @@ export interface MemoryMcpTool {
   readonly inputSchema: JsonSchema;
   /** Listed `taskSupport: "required"`: called as a task. */
   readonly task?: boolean;
+  /** For a `task`: how many `tasks/get` find its task `working` before it ends. @default 0 */
+  readonly workingPolls?: number;
   run(
     args: Readonly<Record<string, unknown>>,
     meta: Readonly<Record<string, unknown>>,
@@ -29,7 +32,10 @@ export class InMemoryMcpServer implements McpServerPort {
   readonly calls: McpCall[] = [];
   private readonly tools = new Map<string, MemoryMcpTool>();
   private readonly faults: McpFault[] = [];
-  private readonly tasks = new Map<string, { task: McpTask; result: McpCallResult }>();
+  private readonly tasks = new Map<
+    string,
+    { task: McpTask; result: McpCallResult; workingPolls: number }
+  >();
 
   constructor(tools: Readonly<Record<string, MemoryMcpTool>> = {}) {
     for (const [name, tool] of Object.entries(tools)) this.tools.set(name, tool);
@@ -76,16 +82,20 @@ export class InMemoryMcpServer implements McpServerPort {
 
   async startTask(call: McpCall): Promise<McpTask> {
     const result = await this.callTool(call);
+    const workingPolls = this.tools.get(call.name)?.workingPolls ?? 0;
     const task: McpTask = {
       taskId: `task-${this.tasks.size + 1}`,
       status: result.isError ? "failed" : "completed",
     };
-    this.tasks.set(task.taskId, { task, result });
-    return task;
+    this.tasks.set(task.taskId, { task, result, workingPolls });
+    return workingPolls > 0 ? { ...task, status: "working" } : task;
   }
 
   async getTask(taskId: string): Promise<McpTask> {
-    return this.taskOf(taskId).task;
+    const found = this.taskOf(taskId);
+    if (found.workingPolls <= 0) return found.task;
+    found.workingPolls -= 1;
+    return { ...found.task, status: "working" };
   }
 
   async taskResult(taskId: string): Promise<McpCallResult> {

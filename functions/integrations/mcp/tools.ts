@@ -19,7 +19,7 @@ import {
   type McpListedTool,
   type McpServerPort,
 } from "./port";
-import { callAsTask } from "./task-call";
+import { callAsTask, resumeTask } from "./task-call";
 
 /**
  * An MCP server's tools as an agent's tools (functions/core/agent/tool.ts): the author names the
@@ -56,6 +56,11 @@ export interface McpToolDeclaration {
   /** For a write: input fields that must equal the run's subject's (ToolDefinition.actsOn). */
   readonly actsOn?: readonly string[];
   readonly approval?: ToolApproval<McpInput>;
+  /**
+   * For a write the server runs as a task: how long the run waits for a task that outlives its
+   * call, polling it, before its outcome is unknown and a person is asked. @default 86400 (24 h)
+   */
+  readonly taskLimitSeconds?: number;
 }
 
 export interface McpToolsDeclaration {
@@ -202,15 +207,17 @@ function mcpTool(
   const effect = tool.effect ?? "write";
   const timeoutMs = declaration.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
   let described: ListedTool | undefined;
-  const call = async (args: McpInput, key?: string) => {
-    const request = {
-      name,
-      arguments: key && tool.keyArgument ? { ...args, [tool.keyArgument]: key } : args,
-      ...(key ? { meta: { [IDEMPOTENCY_KEY_META]: key } } : {}),
-      timeoutMs,
-    };
+  const request = (args: McpInput, key?: string) => ({
+    name,
+    arguments: key && tool.keyArgument ? { ...args, [tool.keyArgument]: key } : args,
+    ...(key ? { meta: { [IDEMPOTENCY_KEY_META]: key } } : {}),
+    timeoutMs,
+  });
+  const call = async (args: McpInput, key?: string, started?: (id: string) => Promise<void>) => {
     const asTask = described?.asTask ?? false;
-    return outputOf(name, await (asTask ? callAsTask(server, request) : server.callTool(request)));
+    const asked = request(args, key);
+    const result = await (asTask ? callAsTask(server, asked, started) : server.callTool(asked));
+    return outputOf(name, result);
   };
   return defineTool<McpInput, McpToolOutput>({
     name,
@@ -223,7 +230,16 @@ function mcpTool(
       described = found;
       return { description: found.description, inputSchema: found.inputSchema };
     },
-    run: (input, { key }) => call(input, effect === "write" ? key : undefined),
+    run: (input, { key, started }) =>
+      effect === "write" ? call(input, key, started) : call(input),
+    // A task that outlived its call: asked about by its id, never created again.
+    ...(effect === "write"
+      ? {
+          resume: async (taskId: string, input: McpInput, { key }: { key: string }) =>
+            outputOf(name, await resumeTask(server, request(input, key), taskId)),
+        }
+      : {}),
+    ...(tool.taskLimitSeconds === undefined ? {} : { waitLimitSeconds: tool.taskLimitSeconds }),
     // A task tool's query cannot tell a task still working from none: its outcome stays unknown.
     ...(effect === "write" && tool.query
       ? { query: queryUnlessTask(server, tool.query, timeoutMs, () => described) }

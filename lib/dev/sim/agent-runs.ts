@@ -4,6 +4,7 @@ import {
   newJournal,
 } from "../../../functions/core/agent/agent";
 import { type AgentPorts, agentStep } from "../../../functions/core/agent/loop";
+import { taskPollDue } from "../../../functions/core/agent/task-wait";
 import { TransientError } from "../../../functions/core/errors";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../../functions/core/model";
 import type { Random } from "../faults/random";
@@ -13,7 +14,8 @@ import type { Random } from "../faults/random";
  * server's tool, another system's A2A agent): each run taken step by step through the agent loop
  * and the side-effect ledger as a deployed agent takes it, a step's journal committed (a JSON
  * round trip) before the next reads it, each delivery perhaps crashing before its commit (the
- * step is taken again). ./mcp-desk.ts and ./a2a-billing.ts play them.
+ * step is taken again); a run waiting for an outside task is delivered its poll at the wait's
+ * deadline. ./mcp-desk.ts and ./a2a-billing.ts play them.
  */
 
 /** Deliveries a step may take before the run is counted unfinished. */
@@ -31,9 +33,13 @@ export async function playAgentRun(
 ): Promise<string> {
   let journal = await begin(agent.name, ports, runId);
   let receiveCount = 1;
+  let clock = Date.UTC(2026, 0, 1);
   for (let delivery = 0; delivery < MAX_DELIVERIES; delivery++) {
-    const context = { now: new Date(Date.UTC(2026, 0, 1, 0, delivery)), receiveCount };
-    const step = await agentStep(agent, journal, ports, context).catch((error: unknown) => {
+    // A minute on; a run waiting for a task is delivered its poll at its deadline, or later.
+    clock = Math.max(clock + 60_000, Date.parse(journal.waiting?.deadline ?? "") || 0);
+    const context = { now: new Date(clock), receiveCount };
+    const taken = taskPollDue(journal, context.now) ?? journal;
+    const step = await agentStep(agent, taken, ports, context).catch((error: unknown) => {
       if (error instanceof TransientError || error instanceof WorkerCrash) return undefined;
       throw error;
     });
@@ -44,7 +50,7 @@ export async function playAgentRun(
     }
     journal = JSON.parse(JSON.stringify(step.journal)) as AgentJournal;
     receiveCount = 1;
-    if (step.next !== "continue") return journal.status;
+    if (step.next !== "continue" && journal.waiting?.kind !== "task") return journal.status;
   }
   return "unfinished";
 }

@@ -23,8 +23,11 @@ import { add, OneCallModel, playAgentRun, WorkerCrash } from "./agent-runs";
  * server's writes are learnt (a query tool by key, a server that dedupes keys, or neither: a
  * person) and, at the plan's `mcp` rate, each call's fault: unavailable, a timeout before or after
  * the server ran it, or the worker's crash after the server ran it, before the ledger recorded it;
- * and, per delivered step, a crash before its commit (the step is taken again). Invariant: **MCP
- * write applied once**, each ticket the agent asked for opened at most once at the server.
+ * and, per delivered step, a crash before its commit (the step is taken again). In half the
+ * schedules the server runs `create_ticket` as a task that stays working for a few polls (a task
+ * that outlives its call: the run waits, and each later delivery, a minute on, is its poll), the
+ * worker crashing after the server created it at the same rate. Invariant: **MCP write applied
+ * once**, each ticket the agent asked for opened at most once at the server.
  *
  * The planted defect `mcp-key-per-attempt` sends every call under a key of its own (a key minted
  * per attempt): the server can neither deduplicate it nor find it by the step's key.
@@ -67,7 +70,9 @@ export async function playMcpDesk(
   const random = new Random(seed ^ 0x3c9d);
   const mode = random.pick(MODES);
   const result: McpDeskResult = { violations: [], counts: {}, injected: {} };
-  const server = helpDeskServer(mode === "dedupes");
+  // A task that works for up to 3 polls, or a plain call.
+  const workingPolls = random.chance(0.5) ? random.below(4) : undefined;
+  const server = helpDeskServer(mode === "dedupes", workingPolls);
   const faulty = new FaultyMcp(server, random, rate, result.injected);
   const port = bug === "mcp-key-per-attempt" ? withKeyPerAttempt(faulty) : faulty;
   const ports = {
@@ -80,17 +85,22 @@ export async function playMcpDesk(
     content: new InMemoryContentStore(),
     sideEffects: new InMemorySideEffects(),
   };
-  const agent = deskAgent(port, mode);
+  const agent = deskAgent(port, mode, workingPolls !== undefined);
   const runs = 1 + random.below(3);
+  const as = workingPolls === undefined ? mode : `${mode}, task`;
   for (let i = 0; i < runs; i++) {
     const end = await playAgentRun(agent, ports, `run_mcp_${seed}_${i}`, random);
-    add(result.counts, `mcp run ${end} (${mode})`);
+    add(result.counts, `mcp run ${end} (${as})`);
   }
   result.violations.push(...appliedOnce(server));
   return result;
 }
 
-function deskAgent(port: McpServerPort, mode: (typeof MODES)[number]): AgentDefinition {
+function deskAgent(
+  port: McpServerPort,
+  mode: (typeof MODES)[number],
+  asTask: boolean,
+): AgentDefinition {
   const create: McpToolDeclaration =
     mode === "query"
       ? { query: { tool: "find_ticket", keyArgument: "key" } }
@@ -100,7 +110,12 @@ function deskAgent(port: McpServerPort, mode: (typeof MODES)[number]): AgentDefi
   return defineAgent({
     name: "mcp-desk",
     instructions: "Open the ticket the customer asks for.",
-    tools: mcpTools(port, { server: "help-desk", tools: { create_ticket: create } }),
+    tools: mcpTools(port, {
+      server: "help-desk",
+      tools: { create_ticket: create },
+      // A task's call waits its timeout out in the process: a few milliseconds here.
+      ...(asTask ? { timeoutMs: 5 } : {}),
+    }),
     output: z.object({ ticket: z.string() }),
     schemas: { answer: { type: "object", properties: { ticket: { type: "string" } } } },
     maxTurns: 3,
@@ -113,8 +128,14 @@ interface Ticket {
   readonly subject: string;
 }
 
-/** The server: tickets opened under the request's key; `find_ticket` by key. */
-function helpDeskServer(dedupes: boolean): InMemoryMcpServer & { tickets: Ticket[] } {
+/**
+ * The server: tickets opened under the request's key; `find_ticket` by key. With `workingPolls`,
+ * `create_ticket` is a task that `tasks/get` finds working that many times.
+ */
+function helpDeskServer(
+  dedupes: boolean,
+  workingPolls: number | undefined,
+): InMemoryMcpServer & { tickets: Ticket[] } {
   const tickets: Ticket[] = [];
   const answer = (ticket: Ticket): McpCallResult => ({
     isError: false,
@@ -123,6 +144,7 @@ function helpDeskServer(dedupes: boolean): InMemoryMcpServer & { tickets: Ticket
   const server = new InMemoryMcpServer({
     create_ticket: {
       inputSchema: { type: "object", properties: { subject: { type: "string" } } },
+      ...(workingPolls === undefined ? {} : { task: true, workingPolls }),
       run(args, meta) {
         const key = String(meta[IDEMPOTENCY_KEY_META]);
         const seen = tickets.find((t) => t.key === key);
@@ -167,12 +189,22 @@ class FaultyMcp implements McpServerPort {
     return this.inner.callTool(call);
   }
 
-  // The desk's tools run no tasks: these are the twin's, without faults.
-  startTask(call: McpCall) {
-    return this.inner.startTask(call);
+  /** A task created: the worker may die before the ledger keeps its id (a crash-after-write). */
+  async startTask(call: McpCall) {
+    const task = await this.inner.startTask(call);
+    if (this.random.chance(this.rate)) {
+      add(this.injected, "crash-after-task-created mcp");
+      throw new WorkerCrash("the worker died after the MCP server created the task");
+    }
+    return task;
   }
 
-  getTask(taskId: string) {
+  /** A poll: the worker may die while it asks (the task's id is kept by then). */
+  async getTask(taskId: string) {
+    if (this.random.chance(this.rate)) {
+      add(this.injected, "crash-while-polling mcp");
+      throw new WorkerCrash("the worker died while it polled the MCP task");
+    }
     return this.inner.getTask(taskId);
   }
 
