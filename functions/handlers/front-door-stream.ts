@@ -23,6 +23,13 @@ import { openStream, STREAM_HEADERS, type StreamPorts } from "../front-door/stre
 import { verifyToken } from "../front-door/token";
 import { FeatureList } from "../roles/features";
 import { containerAwsClient } from "./aws";
+import {
+  AdmissionEnv,
+  type AdmissionOptions,
+  admissionPortsOf,
+  admissionSettingsOf,
+  frontDoorWorkflowsOf,
+} from "./front-door-admission";
 import { type Observability, observability } from "./observe";
 import { installLazySourceMaps } from "./source-maps";
 import { vaultOf } from "./vault";
@@ -37,10 +44,11 @@ import { vaultOf } from "./vault";
  * browser's EventSource (which cannot set headers), the query's `access_token`. A HEAD request is
  * answered the stream's head, no events. It reads the state table (the conversation views and
  * the runs) and, for the AG-UI routes, the events table (`EVENTS_TABLE`), opening personal fields
- * with the customer keys where the stack keeps them (`CUSTOMER_KEYS_*`: ./vault).
+ * with the customer keys where the stack keeps them (`CUSTOMER_KEYS_*`: ./vault). A message that
+ * starts an A2A task is admitted as the front door admits a run's start (./front-door-admission.ts:
+ * the limits, the backlog, the workflows, from the same variables as the front door's).
  */
-export const FrontDoorStreamEnv = z.object({
-  STATE_TABLE: z.string().check(z.minLength(1)),
+export const FrontDoorStreamEnv = z.extend(AdmissionEnv, {
   /** The event store, which the AG-UI routes read (left out: they answer 404 `not_served`). */
   EVENTS_TABLE: z.optional(z.string().check(z.minLength(1))),
   JWT_ISSUER: z.string().check(z.minLength(1)),
@@ -86,7 +94,7 @@ export type FrontDoorStreamHandler = (
   respond: Respond,
 ) => Promise<void>;
 
-export interface FrontDoorStreamOptions {
+export interface FrontDoorStreamOptions extends AdmissionOptions {
   readonly env?: Record<string, string | undefined>;
   readonly dynamodb?: AwsClient;
   readonly clock?: Clock;
@@ -109,15 +117,11 @@ export function createFrontDoorStreamHandler(
 ): FrontDoorStreamHandler {
   const rawEnv = options.env ?? process.env;
   const env = parseEnv(FrontDoorStreamEnv, rawEnv, "front-door-stream");
-  const { logger, metrics, tracer } = options.observability ?? observability("front-door-stream");
+  const observed = options.observability ?? observability("front-door-stream");
+  const { logger, metrics, tracer } = observed;
   const key = verificationKey(options.jwtKey, env.JWT_ISSUER, env.JWKS_URL);
   const audience = env.JWT_AUDIENCE.split(",").map((a) => a.trim());
-  const settings = {
-    pollMs: env.STREAM_POLL_MS,
-    maxSeconds: env.STREAM_MAX_SECONDS,
-    heartbeatSeconds: env.STREAM_HEARTBEAT_SECONDS,
-    ...(env.FEATURES ? { features: env.FEATURES } : {}),
-  };
+  const settings = streamSettingsOf(env);
   const clock = options.clock ?? systemClock;
   const dynamodb = tracer.capture(options.dynamodb ?? containerAwsClient());
   const tables = { state: env.STATE_TABLE, events: env.EVENTS_TABLE ?? "", inbox: "" };
@@ -125,7 +129,7 @@ export function createFrontDoorStreamHandler(
   const store = options.store ?? dynamo;
   const events = options.events ?? eventsOf(rawEnv, dynamo, { dynamodb, kms: options.kms }, clock);
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const a2a = a2aOf(env, { store, clock, sleep, eventbridge: options.eventbridge, tracer });
+  const a2a = a2aOf(env, options, { store, events, clock, sleep, dynamodb, observed });
   return async (event, respond) => {
     const request = requestOf(event);
     const claims = () => verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience);
@@ -165,26 +169,59 @@ export function createFrontDoorStreamHandler(
   };
 }
 
-/** The A2A routes' agents and ports: the state table's runs, the commands bus. */
+/** How the streams poll, how long they last, their heartbeat, the stack's features. */
+function streamSettingsOf(env: FrontDoorStreamEnvValues) {
+  return {
+    pollMs: env.STREAM_POLL_MS,
+    maxSeconds: env.STREAM_MAX_SECONDS,
+    heartbeatSeconds: env.STREAM_HEARTBEAT_SECONDS,
+    ...(env.FEATURES ? { features: env.FEATURES } : {}),
+  };
+}
+
+/**
+ * The A2A routes' agents and ports: the state table's runs, the runs' streams (where a refused
+ * start says why), the commands bus, the admission.
+ */
 function a2aOf(
   env: FrontDoorStreamEnvValues,
+  options: FrontDoorStreamOptions,
   deps: {
     store: Pick<EventStore, "load">;
+    events: StreamPorts["events"];
     clock: Clock;
     sleep: (ms: number) => Promise<void>;
-    eventbridge: AwsClient | undefined;
-    tracer: Observability["tracer"];
+    dynamodb: AwsClient;
+    observed: Observability;
   },
 ): Omit<A2aService, "caller"> {
+  const { store, events, clock, sleep, dynamodb, observed } = deps;
   const agents = env.A2A_AGENTS ? A2aAgents.parse(JSON.parse(env.A2A_AGENTS)) : {};
   const publisher = new EventBridgePublisher({
-    client: deps.tracer.capture(deps.eventbridge ?? containerAwsClient()),
+    client: observed.tracer.capture(options.eventbridge ?? containerAwsClient()),
     buses: env.BUS_COMMANDS ? { commands: env.BUS_COMMANDS } : {},
   });
+  const admission = {
+    ...admissionPortsOf(env, options, { dynamodb, clock, observed }),
+    workflows: frontDoorWorkflowsOf(env, dynamodb, []),
+  };
   return {
     agents,
-    ports: { ...deps, publisher, registry, ids: ulidSource(deps.clock) },
-    settings: { pollMs: env.STREAM_POLL_MS, maxSeconds: env.STREAM_MAX_SECONDS },
+    ports: {
+      store,
+      clock,
+      sleep,
+      publisher,
+      registry,
+      ids: ulidSource(clock),
+      admission,
+      ...(events ? { runEvents: events } : {}),
+    },
+    settings: {
+      pollMs: env.STREAM_POLL_MS,
+      maxSeconds: env.STREAM_MAX_SECONDS,
+      limits: admissionSettingsOf(env),
+    },
   };
 }
 

@@ -427,14 +427,21 @@ describe("the front door", () => {
     expect(resource.Properties.Environment).toMatchObject({
       Variables: { EVENTS_TABLE: expect.anything() },
     });
-    // The rest opens personal fields (the customer keys' reads and Decrypt, never a seal), and
-    // puts the A2A agents' commands on the commands bus.
+    // The rest opens personal fields (the customer keys' reads and Decrypt, never a seal), puts
+    // the A2A agents' commands on the commands bus and admits their starts (the next test).
     const rest = statements.filter((s) => !dynamodb.slice(0, 2).includes(s));
     expect(rest.flatMap((s) => s.Action).sort()).toEqual([
       "dynamodb:BatchGetItem",
+      "dynamodb:BatchGetItem",
+      "dynamodb:BatchGetItem",
       "dynamodb:GetItem",
+      "dynamodb:GetItem",
+      "dynamodb:UpdateItem",
       "events:PutEvents",
       "kms:Decrypt",
+      ...rest
+        .filter((s) => s.Action.includes("sqs:GetQueueAttributes"))
+        .map(() => "sqs:GetQueueAttributes"),
     ]);
   });
 
@@ -455,6 +462,38 @@ describe("the front door", () => {
     expect(puts).toHaveLength(1);
     expect(JSON.stringify(puts[0]?.Resource)).toMatch(/Commands/i);
     expect(JSON.stringify(puts[0]?.Resource)).not.toMatch(/Events(Bus|Topic)/);
+    // A start is admitted as the front door's: its limits and workflows, the tenants' counts,
+    // the registry read (never written), the backlog of the groups a run enters only.
+    expect(variables).toMatchObject({
+      TENANT_REQUESTS_PER_MINUTE: expect.any(String),
+      TENANT_RUNS_IN_FLIGHT: expect.any(String),
+      BACKLOG_THRESHOLD: String(DEFAULT_BACKLOG.threshold),
+    });
+    const door = functionsOfKind(template, "front-door")[0] as Resource;
+    const doorVariables = (door.Properties.Environment as { Variables: Record<string, unknown> })
+      .Variables;
+    expect(variables.WORKFLOWS).toEqual(doorVariables.WORKFLOWS);
+    expect(JSON.stringify(variables.BACKLOG_QUEUES)).toMatch(/runs/);
+    expect(JSON.stringify(variables.BACKLOG_QUEUES)).not.toMatch(/conversations/);
+    const updates = statementsOf(template, resource).filter((s) =>
+      s.Action.includes("dynamodb:UpdateItem"),
+    );
+    expect(updates.map((s) => s.Condition)).toEqual([
+      { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["tenant_rate#*", "tenant_runs#*"] } },
+    ]);
+    expect(
+      statementsOf(template, resource).filter((s) => s.Action.includes("dynamodb:PutItem")),
+    ).toEqual([]);
+    const sqs = statementsOf(template, resource).filter((s) =>
+      s.Action.includes("sqs:GetQueueAttributes"),
+    );
+    const granted = sqs.flatMap((st) => st.Resource.map((r) => refersTo(r))).sort();
+    const entered = stack.groups
+      .filter((g) => g.groupName === "orchestrator")
+      .flatMap((g) => [g.queue, g.bufferQueue])
+      .map((q) => stack.getLogicalId(q?.node.defaultChild as CfnElement))
+      .sort();
+    expect(granted).toEqual(entered);
   });
 
   it("tells both its functions the stack's features: every one on the reference stack, none on an application's", () => {
