@@ -78,6 +78,8 @@ export const FrontDoorStreamEnv = z.extend(AdmissionEnv, {
   A2A_AGENTS: z.optional(z.string().check(z.minLength(2))),
   /** The commands bus, where an A2A message starts, answers or cancels a run. */
   BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
+  /** The audit topic's bus, where a caller's answer to an A2A task is recorded. */
+  BUS_AUDIT: z.optional(z.string().check(z.minLength(1))),
 });
 type FrontDoorStreamEnvValues = z.output<typeof FrontDoorStreamEnv>;
 
@@ -199,7 +201,10 @@ function a2aOf(
   const agents = env.A2A_AGENTS ? A2aAgents.parse(JSON.parse(env.A2A_AGENTS)) : {};
   const publisher = new EventBridgePublisher({
     client: observed.tracer.capture(options.eventbridge ?? containerAwsClient()),
-    buses: env.BUS_COMMANDS ? { commands: env.BUS_COMMANDS } : {},
+    buses: {
+      ...(env.BUS_COMMANDS ? { commands: env.BUS_COMMANDS } : {}),
+      ...(env.BUS_AUDIT ? { audit: env.BUS_AUDIT } : {}),
+    },
   });
   const admission = {
     ...admissionPortsOf(env, options, { dynamodb, clock, observed }),

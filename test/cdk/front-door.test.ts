@@ -445,7 +445,7 @@ describe("the front door", () => {
     ]);
   });
 
-  it("offers the step roles that declare `a2a` from its stream function, which may put on the commands bus only", () => {
+  it("offers the step roles that declare `a2a` from its stream function, which may put on the commands and audit buses only", () => {
     const [resource] = functionsOfKind(template, "front-door-stream");
     if (!resource) throw new Error("no front-door-stream function");
     const variables = (resource.Properties.Environment as { Variables: Record<string, unknown> })
@@ -459,9 +459,10 @@ describe("the front door", () => {
     const puts = statementsOf(template, resource).filter((s) =>
       s.Action.includes("events:PutEvents"),
     );
-    expect(puts).toHaveLength(1);
-    expect(JSON.stringify(puts[0]?.Resource)).toMatch(/Commands/i);
-    expect(JSON.stringify(puts[0]?.Resource)).not.toMatch(/Events(Bus|Topic)/);
+    // The commands bus, and the audit topic's, where a caller's answer is recorded.
+    expect(variables.BUS_AUDIT).toEqual(expect.anything());
+    const buses = puts.flatMap((s) => s.Resource.map((r) => refersTo(r)?.replace(/Topic.*/, "")));
+    expect(buses.sort()).toEqual(["Audit", "Commands"]);
     // A start is admitted as the front door's: its limits and workflows, the tenants' counts,
     // the registry read (never written), the backlog of the groups a run enters only.
     expect(variables).toMatchObject({

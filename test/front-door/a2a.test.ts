@@ -482,6 +482,42 @@ describe("an offered role's JSON-RPC calls, in memory", () => {
   });
 });
 
+describe("a caller's answer on the audit topic", () => {
+  it("records the decision as an operator's is: the task's run and step, the reason, the caller, the command", async () => {
+    const { service, published } = world();
+    const sent = await result(
+      await answerA2a(rpc("SendMessage", message("grid fees")), service("acme")),
+    );
+    const taskId = String((sent.result?.task as { id?: string } | undefined)?.id);
+    await answerA2a(
+      rpc("SendMessage", message("reject: no source for it", taskId)),
+      service("acme"),
+    );
+    const [command, record] = published.slice(1);
+    expect(command?.event_type).toBe("workflow.confirm.requested");
+    expect(record).toMatchObject({
+      event_type: "operator.approval.answered",
+      tenant_id: "acme",
+      user_id: "user_acme",
+      producer: "front-door",
+      aggregate: { type: "operator_action" },
+      payload: {
+        target: runIdOfTask(taskId),
+        step: "review",
+        decision: "reject",
+        reason: "no source for it",
+        requested_by: "user_acme",
+        via: "front-door",
+        command_id: command?.event_id,
+      },
+    });
+    expect(registry.parse(record).ok).toBe(true);
+    expect(registry.find("operator.approval.answered")?.topic).toBe("audit");
+    // One record for the one answer.
+    expect(published.filter((e) => e.event_type === "operator.approval.answered")).toHaveLength(1);
+  });
+});
+
 describe("a start the orchestrator refuses", () => {
   const refusal = {
     code: "workflow.invalid_input",

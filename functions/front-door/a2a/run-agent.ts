@@ -25,6 +25,7 @@ import {
 } from "@a2a-js/sdk/server";
 import { type AggregateRef, type Envelope, type EventRegistry, tenantOf } from "../../../schemas";
 import { MAX_STREAM_VERSION } from "../../../schemas/envelope";
+import { approvalAnswered } from "../../core/approval-audit";
 import type { Clock, EventPublisher, EventStore, IdSource } from "../../core/ports";
 import type { StepA2a } from "../../core/steps";
 import type { OrchestratorState } from "../../roles/orchestrator/state";
@@ -186,28 +187,57 @@ export function runTaskStore(agent: A2aAgentContext): TaskStore {
   };
 }
 
-/** Put one command about run `runId` on its bus (the caller's tenant and user). */
+/** Put one command about run `runId` on its bus (the caller's tenant and user); the command. */
 async function putCommand(
   agent: A2aAgentContext,
   type: string,
   runId: string,
   payload: Record<string, unknown>,
-): Promise<void> {
+): Promise<Envelope> {
+  return putMessage(agent, type, { type: DAG_RUN, id: runId }, payload);
+}
+
+/** Put one message of the caller (its tenant and user) on its topic's bus; the message. */
+async function putMessage(
+  agent: A2aAgentContext,
+  type: string,
+  aggregate: { readonly type: string; readonly id: string },
+  payload: Record<string, unknown>,
+): Promise<Envelope> {
   const { ports, caller } = agent;
-  const envelope = clientEnvelope(ports, caller, ports.ids.next(), {
-    type,
-    aggregate: { type: DAG_RUN, id: runId },
-    payload,
-  });
+  const envelope = clientEnvelope(ports, caller, ports.ids.next(), { type, aggregate, payload });
   const topic = ports.registry.find(type)?.topic ?? "commands";
   const failures = await ports.publisher.publish(topic, [envelope]);
   if (failures.length > 0)
     throw new Error(`the bus did not take ${type} (${failures[0]?.code}); send it again`);
+  return envelope;
 }
 
-/** Who answers or cancels, as a command's `requested_by` names them. */
+/**
+ * The caller's answer on the audit topic, as an operator's is (`operator.approval.answered`,
+ * functions/core/approval-audit.ts): the task's run and step, the decision, its reason unless
+ * the command declares it personal, the command; who answered is the record's tenant and user
+ * and its `requested_by`, and it came through the front door.
+ */
+async function auditAnswer(agent: A2aAgentContext, command: Envelope): Promise<void> {
+  const answered = approvalAnswered(command as unknown as Record<string, unknown>);
+  if (!answered) return;
+  const id = agent.ports.ids.next();
+  const record = { type: "operator_action", id: `opact_${id}` };
+  const payload = { ...answered, requested_by: requesterOf(agent.caller), via: "front-door" };
+  try {
+    await putMessage(agent, "operator.approval.answered", record, payload);
+  } catch (error) {
+    throw new Error(
+      `the answer was sent (${command.event_id}), its audit record was not: ${(error as Error).message}`,
+    );
+  }
+}
+
+/** Who answers or cancels, as a command's `requested_by` names them (no spaces, no `@`). */
 function requesterOf(caller: Caller): string {
-  return caller.userId ?? caller.service ?? `a2a:${caller.tenantId}`;
+  const who = caller.userId ?? caller.service ?? `a2a:${caller.tenantId}`;
+  return who.replace(/[\s@]+/g, "_").slice(0, 128);
 }
 
 /** The run's input from a message: a data part's object as it is, else its text as `textInput`. */
@@ -319,13 +349,14 @@ async function startOrAnswer(
       `Task ${taskId} waits for no answer: it is ${TaskState[context.task.status?.state ?? 0]}`,
     );
   const { verdict, reason } = decisionOf(context.userMessage);
-  await putCommand(agent, "workflow.confirm.requested", runId, {
+  const command = await putCommand(agent, "workflow.confirm.requested", runId, {
     run_id: runId,
     node_id: pending.step,
     answer: verdict === "approve" ? "confirmed" : "refused",
     requested_by: requesterOf(agent.caller),
     ...(reason === undefined ? {} : { note: reason }),
   });
+  await auditAnswer(agent, command);
   return { task: context.task, answered: pending.step };
 }
 

@@ -372,7 +372,8 @@ export class FrontDoor extends Construct {
   /**
    * The step roles offered over A2A (functions/front-door/a2a): the stream function serves their
    * cards and JSON-RPC endpoints (`A2A_AGENTS`), and may put on the commands bus, where a message
-   * starts, answers or cancels a run. A start is admitted as the front door admits one: the same
+   * starts, answers or cancels a run, and on the audit topic, where a caller's answer is recorded.
+   * A start is admitted as the front door admits one: the same
    * limits and workflows, the tenants' counts, the backlog of the groups a run enters. None
    * offered: none of these.
    */
@@ -387,6 +388,14 @@ export class FrontDoor extends Construct {
     fn.addEnvironment(A2A_AGENTS_ENV, JSON.stringify(agents));
     fn.addEnvironment("BUS_COMMANDS", commands.busName);
     commands.grantPutEvents(fn);
+    // A caller's answer is recorded on the audit topic (the events bus of a stack without one).
+    const audit =
+      props.topics.find((topic) => topic.topicName === "audit") ??
+      props.topics.find((topic) => topic.topicName === "events");
+    if (audit) {
+      fn.addEnvironment("BUS_AUDIT", audit.busName);
+      audit.grantPutEvents(fn);
+    }
     for (const [name, value] of Object.entries(limitsEnvironment(props)))
       fn.addEnvironment(name, value);
     if (props.workflows !== undefined) fn.addEnvironment(WORKFLOWS_ENV, props.workflows);
