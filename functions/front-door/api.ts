@@ -14,6 +14,7 @@ import type {
 import { ALL_FEATURES, type Feature } from "../roles/features";
 import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
+import { countRun, takeRequest } from "./admission";
 import type { BacklogGate } from "./backlog";
 import { type ClientSequences, claimOrRefuse } from "./client-seq";
 import {
@@ -48,15 +49,12 @@ import {
 } from "./http";
 import { type Caller, callerOf, ownCustomerOf, serviceCallerOf } from "./identity";
 import {
-  capsOf,
   DEFAULT_REQUESTS_PER_MINUTE,
   type TenantLimitOverrides,
   type TenantLimits,
-  tenantRefusal,
 } from "./limits";
 import openapi from "./openapi.json";
 import {
-  admitRun,
   type CountedRun,
   DAG_RUN,
   DEFAULT_RUNS_IN_FLIGHT,
@@ -518,7 +516,7 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
       customer_id: customer,
       conversation_id: conversationId,
     });
-  await takeRequest({ ports, settings }, caller, "conversations");
+  await takeRequest(ports, settings, caller, "conversations");
   const message = {
     text: body.text,
     customer_id: customer,
@@ -647,7 +645,7 @@ async function accept(
   // Sealed before it is kept or put on the bus: no copy of the words is left in the clear.
   const accepted = ports.sealer ? await ports.sealer.seal(plain) : plain;
   const record = acceptedRecord(request, caller, accepted, body, answer, ports.clock.now());
-  const counted = run !== undefined && (await countRun(context, caller, run, record));
+  const counted = run !== undefined && (await countAccepted(context, caller, run, record));
   const stored = record && (await remember(context, record));
   const envelope = stored?.envelope ?? accepted;
   const release = async () => {
@@ -666,41 +664,6 @@ async function accept(
   const response = stored?.response ?? answer;
   const links = response.links as Record<string, string>;
   return json(202, response, { location: Object.values(links)[0] ?? "" });
-}
-
-/**
- * Refuse a stopped tenant (403) or one over its model calls per minute (429), then work whose
- * groups are backed up (429 `backlog`: ./backlog.ts), then count the request against its
- * tenant's requests per minute (its own or the stack's: 429 with `Retry-After` beyond). A request
- * refused before the count is not counted.
- */
-async function takeRequest(
-  { ports, settings }: Pick<RouteContext, "ports" | "settings">,
-  caller: Caller,
-  feature: Feature,
-): Promise<void> {
-  const refusal =
-    (await tenantRefusal(ports.controls, caller.tenantId, ports.clock.now())) ??
-    (await ports.backlog?.refusal(feature));
-  if (refusal)
-    fail(refusal.code, refusal.detail, {
-      ...("retryAfterSeconds" in refusal
-        ? { headers: { "retry-after": String(refusal.retryAfterSeconds) } }
-        : {}),
-    });
-  const perMinute = tenantCaps(settings, caller).requestsPerMinute;
-  const limited = await ports.limits.take(caller.tenantId, ports.clock.now(), perMinute);
-  if ("retryAfterSeconds" in limited)
-    fail(
-      "too_many_requests",
-      `tenant ${caller.tenantId} is over its ${perMinute} requests per minute`,
-      { headers: { "retry-after": String(limited.retryAfterSeconds) } },
-    );
-}
-
-/** The caller's tenant's limits: its own where the stack gives them, else the stack's. */
-function tenantCaps(settings: RouteContext["settings"], caller: Caller) {
-  return capsOf(caller.tenantId, settings, settings.tenantLimits);
 }
 
 /** The stored key of a request's Idempotency-Key: the tenant's, hashed. */
@@ -729,23 +692,20 @@ function acceptedRecord(
 }
 
 /**
- * Count a run's start against its tenant's cap: true when counted; false when the tenant is at
- * its cap but the request's key was accepted before (a retry: its run was counted then); else
- * 429 with `Retry-After`.
+ * Count a run's start against its tenant's cap (./admission.ts): true when counted; false when
+ * the tenant is at its cap but the request's key was accepted before (a retry: its run was
+ * counted then); else 429 with `Retry-After`.
  */
-async function countRun(
+async function countAccepted(
   { ports, settings }: Pick<RouteContext, "ports" | "settings">,
   caller: Caller,
   run: CountedRun,
   record: AcceptedRequest | undefined,
 ): Promise<boolean> {
-  const cap = tenantCaps(settings, caller).runsInFlight;
-  const admitted = await admitRun(ports, caller.tenantId, run, cap, ports.clock.now());
-  if ("ok" in admitted) return true;
+  const refused = await countRun(ports, settings, caller, run);
+  if (!refused) return true;
   if (record && (await ports.accepted.find(record.key))) return false;
-  fail("too_many_requests", `tenant ${caller.tenantId} has ${cap} workflow runs in flight`, {
-    headers: { "retry-after": String(admitted.retryAfterSeconds) },
-  });
+  return refused.refuse();
 }
 
 /** Keep `record` unless its key's first request is kept; that one (409 for another request). */
@@ -793,7 +753,7 @@ async function startRun({ request, params, ports, settings, who }: RouteContext)
   checkIdempotencyKey(request);
   const body = bodyOf(request, StartRunBody, settings.maxBodyBytes);
   checkRunInput(definition, body);
-  await takeRequest({ ports, settings }, caller, "runs");
+  await takeRequest(ports, settings, caller, "runs");
   const eventId = ports.ids.next();
   const runId = `run_${eventId}`;
   const envelope = clientEnvelope(ports, caller, eventId, {

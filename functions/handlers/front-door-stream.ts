@@ -26,6 +26,13 @@ import { openStream, STREAM_HEADERS, type StreamPorts } from "../front-door/stre
 import { verifyToken } from "../front-door/token";
 import { FeatureList } from "../roles/features";
 import { containerAwsClient } from "./aws";
+import {
+  AdmissionEnv,
+  type AdmissionOptions,
+  admissionPortsOf,
+  admissionSettingsOf,
+  frontDoorWorkflowsOf,
+} from "./front-door-admission";
 import { type Observability, observability } from "./observe";
 import { installLazySourceMaps } from "./source-maps";
 import { vaultOf } from "./vault";
@@ -41,10 +48,12 @@ import { vaultOf } from "./vault";
  * answered the stream's head, no events. It reads the state table (the conversation views and
  * the runs) and, for the AG-UI routes, the events table (`EVENTS_TABLE`), opening personal fields
  * with the customer keys where the stack keeps them (`CUSTOMER_KEYS_*`: ./vault), and the
- * agents' model turns in the content store (on the state table) for their tool calls' inputs.
+ * agents' model turns in the content store (on the state table) for their tool calls' inputs. A
+ * message that starts an A2A task is admitted as the front door admits a run's start
+ * (./front-door-admission.ts: the limits, the backlog, the workflows, from the same variables
+ * as the front door's).
  */
-export const FrontDoorStreamEnv = z.object({
-  STATE_TABLE: z.string().check(z.minLength(1)),
+export const FrontDoorStreamEnv = z.extend(AdmissionEnv, {
   /** The event store, which the AG-UI routes read (left out: they answer 404 `not_served`). */
   EVENTS_TABLE: z.optional(z.string().check(z.minLength(1))),
   JWT_ISSUER: z.string().check(z.minLength(1)),
@@ -81,6 +90,8 @@ export const FrontDoorStreamEnv = z.object({
   A2A_PUSH: z.optional(z.enum(["on", "off"])),
   /** The local stack's allowance of loopback webhooks (never set by the CDK stack). */
   A2A_PUSH_ALLOW_LOOPBACK: z.optional(z.enum(["true", "false"])),
+  /** The audit topic's bus, where a caller's answer to an A2A task is recorded. */
+  BUS_AUDIT: z.optional(z.string().check(z.minLength(1))),
 });
 type FrontDoorStreamEnvValues = z.output<typeof FrontDoorStreamEnv>;
 
@@ -97,7 +108,7 @@ export type FrontDoorStreamHandler = (
   respond: Respond,
 ) => Promise<void>;
 
-export interface FrontDoorStreamOptions {
+export interface FrontDoorStreamOptions extends AdmissionOptions {
   readonly env?: Record<string, string | undefined>;
   readonly dynamodb?: AwsClient;
   readonly clock?: Clock;
@@ -122,15 +133,11 @@ export function createFrontDoorStreamHandler(
 ): FrontDoorStreamHandler {
   const rawEnv = options.env ?? process.env;
   const env = parseEnv(FrontDoorStreamEnv, rawEnv, "front-door-stream");
-  const { logger, metrics, tracer } = options.observability ?? observability("front-door-stream");
+  const observed = options.observability ?? observability("front-door-stream");
+  const { logger, metrics, tracer } = observed;
   const key = verificationKey(options.jwtKey, env.JWT_ISSUER, env.JWKS_URL);
   const audience = env.JWT_AUDIENCE.split(",").map((a) => a.trim());
-  const settings = {
-    pollMs: env.STREAM_POLL_MS,
-    maxSeconds: env.STREAM_MAX_SECONDS,
-    heartbeatSeconds: env.STREAM_HEARTBEAT_SECONDS,
-    ...(env.FEATURES ? { features: env.FEATURES } : {}),
-  };
+  const settings = streamSettingsOf(env);
   const clock = options.clock ?? systemClock;
   const dynamodb = tracer.capture(options.dynamodb ?? containerAwsClient());
   const tables = { state: env.STATE_TABLE, events: env.EVENTS_TABLE ?? "", inbox: "" };
@@ -138,7 +145,7 @@ export function createFrontDoorStreamHandler(
   const store = options.store ?? dynamo;
   const events = options.events ?? eventsOf(rawEnv, dynamo, { dynamodb, kms: options.kms }, clock);
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const a2a = a2aOf(env, { store, clock, sleep, tracer, dynamodb }, options);
+  const a2a = a2aOf(env, options, { store, events, clock, sleep, dynamodb, observed });
   return async (event, respond) => {
     const request = requestOf(event);
     const claims = () => verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience);
@@ -178,35 +185,64 @@ export function createFrontDoorStreamHandler(
   };
 }
 
-/** The A2A routes' agents and ports: the state table's runs, the commands bus, push configs. */
+/** How the streams poll, how long they last, their heartbeat, the stack's features. */
+function streamSettingsOf(env: FrontDoorStreamEnvValues) {
+  return {
+    pollMs: env.STREAM_POLL_MS,
+    maxSeconds: env.STREAM_MAX_SECONDS,
+    heartbeatSeconds: env.STREAM_HEARTBEAT_SECONDS,
+    ...(env.FEATURES ? { features: env.FEATURES } : {}),
+  };
+}
+
+/**
+ * The A2A routes' agents and ports: the state table's runs, the runs' streams (where a refused
+ * start says why), the commands bus, the admission, the tasks' push configs.
+ */
 function a2aOf(
   env: FrontDoorStreamEnvValues,
+  options: FrontDoorStreamOptions,
   deps: {
     store: Pick<EventStore, "load">;
+    events: StreamPorts["events"];
     clock: Clock;
     sleep: (ms: number) => Promise<void>;
-    tracer: Observability["tracer"];
     dynamodb: AwsClient;
+    observed: Observability;
   },
-  given: Pick<FrontDoorStreamOptions, "eventbridge" | "pushConfigs">,
 ): Omit<A2aService, "caller"> {
+  const { store, events, clock, sleep, dynamodb, observed } = deps;
   const agents = env.A2A_AGENTS ? A2aAgents.parse(JSON.parse(env.A2A_AGENTS)) : {};
   const publisher = new EventBridgePublisher({
-    client: deps.tracer.capture(given.eventbridge ?? containerAwsClient()),
-    buses: env.BUS_COMMANDS ? { commands: env.BUS_COMMANDS } : {},
+    client: observed.tracer.capture(options.eventbridge ?? containerAwsClient()),
+    buses: {
+      ...(env.BUS_COMMANDS ? { commands: env.BUS_COMMANDS } : {}),
+      ...(env.BUS_AUDIT ? { audit: env.BUS_AUDIT } : {}),
+    },
   });
-  const pushConfigs = pushConfigsOf(env, given.pushConfigs, deps.dynamodb);
-  const { store, clock, sleep } = deps;
+  const pushConfigs = pushConfigsOf(env, options.pushConfigs, dynamodb);
+  const admission = {
+    ...admissionPortsOf(env, options, { dynamodb, clock, observed }),
+    workflows: frontDoorWorkflowsOf(env, dynamodb, []),
+  };
   return {
     agents,
     ports: {
-      ...{ store, clock, sleep, publisher, registry, ids: ulidSource(clock) },
+      store,
+      clock,
+      sleep,
+      publisher,
+      registry,
+      ids: ulidSource(clock),
+      admission,
+      ...(events ? { runEvents: events } : {}),
       ...(pushConfigs ? { pushConfigs } : {}),
     },
     settings: {
       pollMs: env.STREAM_POLL_MS,
       maxSeconds: env.STREAM_MAX_SECONDS,
       allowLoopbackPush: env.A2A_PUSH_ALLOW_LOOPBACK === "true",
+      limits: admissionSettingsOf(env),
     },
   };
 }

@@ -8,37 +8,27 @@ import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoAcceptedRequests } from "../adapters/dynamodb/accepted-requests";
 import { DynamoClientSequences } from "../adapters/dynamodb/client-sequences";
-import { DynamoDueIndex } from "../adapters/dynamodb/due";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
-import { DynamoModelControls } from "../adapters/dynamodb/model-controls";
-import { DynamoRunsInFlight } from "../adapters/dynamodb/runs-in-flight";
-import { DynamoTenantLimits } from "../adapters/dynamodb/tenant-limits";
 import { DynamoTraceReader } from "../adapters/dynamodb/trace-reader";
-import { DynamoWorkflowRegistry } from "../adapters/dynamodb/workflow-registry";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
-import { readQueueDepth } from "../adapters/sqs/queue-depth";
-import { describe } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventPublisher } from "../core/ports";
 import { systemClock, ulidSource } from "../core/runtime";
-import { WORKFLOWS_ENV, WorkflowsJson, workflowsOf } from "../core/stack-workflows";
 import { STEP_ROLES_ENV, StepRolesJson } from "../core/steps";
 import type { AcceptedRequests } from "../front-door/accepted";
 import { type FrontDoorPorts, type FrontDoorSettings, handleRequest } from "../front-door/api";
-import { BacklogGate, BacklogQueuesJson, DEFAULT_BACKLOG } from "../front-door/backlog";
 import type { ClientSequences } from "../front-door/client-seq";
 import { type HttpRequest, lowerCaseHeaders } from "../front-door/http";
-import {
-  DEFAULT_REQUESTS_PER_MINUTE,
-  TenantLimitOverrides,
-  type TenantLimits,
-} from "../front-door/limits";
-import { DEFAULT_RUNS_IN_FLIGHT, type RunsInFlight } from "../front-door/runs-in-flight";
 import { FeatureList } from "../roles/features";
-import { workflowCatalog } from "../roles/orchestrator/catalog";
 import { containerAwsClient } from "./aws";
 import { customerErasure } from "./customer-erasure";
-import { budgetsOf, ModelBudgetEnv } from "./env";
+import {
+  AdmissionEnv,
+  type AdmissionOptions,
+  admissionPortsOf,
+  admissionSettingsOf,
+  frontDoorWorkflowsOf,
+} from "./front-door-admission";
 import { inServerSpan, type ServedRequest } from "./hop-spans";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
@@ -55,8 +45,7 @@ import { vaultOf } from "./vault";
  * `FrontDoorAccepted`, and `FrontDoorProblem` by its `code` (bad JSON, a body too large, no
  * tenant, a backlog, ...); a queue depth it could not read, `FrontDoorBacklogUnread`.
  */
-export const FrontDoorEnv = z.extend(ModelBudgetEnv, {
-  STATE_TABLE: z.string().check(z.minLength(1)),
+export const FrontDoorEnv = z.extend(AdmissionEnv, {
   EVENTS_TABLE: z.string().check(z.minLength(1)),
   BUS_EVENTS: z.string().check(z.minLength(1)),
   BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
@@ -71,34 +60,6 @@ export const FrontDoorEnv = z.extend(ModelBudgetEnv, {
   TENANT_CLAIM: z._default(z.string().check(z.minLength(1)), "tenant_id"),
   /** The scope that makes a token a service's, which may name a message's customer (none: no token's). */
   SERVICE_SCOPE: z.optional(z.string().check(z.minLength(1))),
-  /** Each tenant's requests per minute that put something on the bus (429 beyond). */
-  TENANT_REQUESTS_PER_MINUTE: z._default(
-    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1_000_000)),
-    DEFAULT_REQUESTS_PER_MINUTE,
-  ),
-  /** Each tenant's workflow runs in flight started through the front door (429 beyond). */
-  TENANT_RUNS_IN_FLIGHT: z._default(
-    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1000)),
-    DEFAULT_RUNS_IN_FLIGHT,
-  ),
-  /** Tenants' own limits (JSON, tenant -> `requestsPerMinute`, `runsInFlight`): functions/front-door/limits.ts. */
-  TENANT_LIMITS: z.optional(z.jsonText(TenantLimitOverrides, "a JSON object of tenant -> limits")),
-  /** The queues new work enters (JSON, feature -> group -> queue URLs); without it, no backlog is read. */
-  BACKLOG_QUEUES: z.optional(
-    z.jsonText(BacklogQueuesJson, "a JSON object of feature -> group -> queue URLs"),
-  ),
-  BACKLOG_THRESHOLD: z._default(
-    z.coerce.number().check(z.int(), z.minimum(1)),
-    DEFAULT_BACKLOG.threshold,
-  ),
-  BACKLOG_DRAIN_PER_SECOND: z._default(
-    z.coerce.number().check(z.positive()),
-    DEFAULT_BACKLOG.drainPerSecond,
-  ),
-  BACKLOG_CACHE_SECONDS: z._default(
-    z.coerce.number().check(z.minimum(0), z.maximum(300)),
-    DEFAULT_BACKLOG.cacheSeconds,
-  ),
   MAX_BODY_BYTES: z._default(
     z.coerce.number().check(z.int(), z.minimum(1024), z.maximum(1024 * 1024)),
     16 * 1024,
@@ -110,16 +71,12 @@ export const FrontDoorEnv = z.extend(ModelBudgetEnv, {
   FEATURES: z.optional(FeatureList),
   /** The stack's step roles (the orchestrator's table, JSON): what a registered workflow's nodes may name. */
   [STEP_ROLES_ENV]: z.optional(StepRolesJson),
-  /** The stack's workflows (the orchestrator's, JSON): listed, shown and started as scope `stack`. */
-  [WORKFLOWS_ENV]: z.optional(WorkflowsJson),
 });
 
-export interface FrontDoorOptions {
+export interface FrontDoorOptions extends AdmissionOptions {
   readonly env?: Record<string, string | undefined>;
   readonly dynamodb?: AwsClient;
   readonly eventbridge?: AwsClient;
-  /** Reads the depth of the queues new work enters (`BACKLOG_QUEUES`). */
-  readonly sqs?: AwsClient;
   /** Makes and unwraps the customers' data keys (with `CUSTOMER_KEYS_*`: ./vault). */
   readonly kms?: AwsClient;
   readonly clock?: Clock;
@@ -128,12 +85,6 @@ export interface FrontDoorOptions {
   /** Replaces the EventBridge publisher (tests). */
   readonly publisher?: EventPublisher;
   readonly accepted?: AcceptedRequests;
-  readonly limits?: TenantLimits;
-  readonly runs?: RunsInFlight;
-  /** Replaces the backlog check on SQS (tests). */
-  readonly backlog?: FrontDoorPorts["backlog"];
-  /** Replaces the operator's stops and the tenants' model calls on the state table (tests). */
-  readonly controls?: FrontDoorPorts["controls"];
   readonly sequences?: ClientSequences;
 }
 
@@ -214,9 +165,7 @@ function settingsOf(env: FrontDoorEnvValues): FrontDoorSettings {
     tenantClaim: env.TENANT_CLAIM,
     ...(env.SERVICE_SCOPE ? { serviceScope: env.SERVICE_SCOPE } : {}),
     maxBodyBytes: env.MAX_BODY_BYTES,
-    requestsPerMinute: env.TENANT_REQUESTS_PER_MINUTE,
-    runsInFlight: env.TENANT_RUNS_IN_FLIGHT,
-    ...(env.TENANT_LIMITS ? { tenantLimits: env.TENANT_LIMITS } : {}),
+    ...admissionSettingsOf(env),
     ...(env.FEATURES ? { features: env.FEATURES } : {}),
   };
 }
@@ -231,21 +180,14 @@ function portsOf(
   const clock = options.clock ?? systemClock;
   const kms = observed.tracer.capture(options.kms ?? containerAwsClient());
   const vault = vaultOf(options.env ?? process.env, { dynamodb, kms }, clock);
-  const backlog = options.backlog ?? backlogOf(env, options, observed, clock);
   return {
     ...(vault ? { sealer: vault } : {}),
     publisher: options.publisher ?? publisherOf(env, options, observed.tracer),
     ...storesOf(env, options, dynamodb),
-    ...admissionOf(env, options, dynamodb),
-    ...(backlog ? { backlog } : {}),
+    ...admissionPortsOf(env, options, { dynamodb, clock, observed }),
     registry: options.registry ?? defaultRegistry,
-    workflows: {
-      registry: new DynamoWorkflowRegistry({ client: dynamodb, tableName: env.STATE_TABLE }),
-      stepRoles: Object.keys(env[STEP_ROLES_ENV] ?? {}).sort(),
-      compiled: workflowCatalog(workflowsOf(env[WORKFLOWS_ENV])),
-    },
+    workflows: frontDoorWorkflowsOf(env, dynamodb, Object.keys(env[STEP_ROLES_ENV] ?? {}).sort()),
     ids: ulidSource(clock),
-    clock,
     ...(env.CUSTOMER_KEYS_TABLE
       ? {
           erasure: customerErasure(dynamodb, {
@@ -292,56 +234,6 @@ function storesOf(env: FrontDoorEnvValues, options: FrontDoorOptions, dynamodb: 
       options.sequences ??
       new DynamoClientSequences({ client: dynamodb, tableName: env.STATE_TABLE }),
   };
-}
-
-/** The tenants' counts and controls on the state table: requests, runs in flight, stops, model calls. */
-function admissionOf(env: FrontDoorEnvValues, options: FrontDoorOptions, dynamodb: AwsClient) {
-  return {
-    limits:
-      options.limits ?? new DynamoTenantLimits({ client: dynamodb, tableName: env.STATE_TABLE }),
-    runs: options.runs ?? new DynamoRunsInFlight({ client: dynamodb, tableName: env.STATE_TABLE }),
-    controls:
-      options.controls ??
-      new DynamoModelControls({
-        client: dynamodb,
-        tableName: env.STATE_TABLE,
-        budgets: budgetsOf(env),
-      }),
-    // The runs' states (BatchGetItem), read only when a tenant is at its cap.
-    states: new DynamoDueIndex({ client: dynamodb, stateTable: env.STATE_TABLE }),
-  };
-}
-
-/**
- * The backlog check on the queues `BACKLOG_QUEUES` names (none without it): each depth read by
- * GetQueueAttributes at most once per `BACKLOG_CACHE_SECONDS`; a read that fails admits, is
- * logged and counted (`FrontDoorBacklogUnread`).
- */
-function backlogOf(
-  env: FrontDoorEnvValues,
-  options: FrontDoorOptions,
-  { tracer, logger, metrics }: Observability,
-  clock: Clock,
-): BacklogGate | undefined {
-  if (!env.BACKLOG_QUEUES) return undefined;
-  const sqs = tracer.capture(options.sqs ?? containerAwsClient());
-  return new BacklogGate({
-    queues: env.BACKLOG_QUEUES,
-    read: (url) => readQueueDepth(sqs, url),
-    clock,
-    settings: {
-      threshold: env.BACKLOG_THRESHOLD,
-      drainPerSecond: env.BACKLOG_DRAIN_PER_SECOND,
-      cacheSeconds: env.BACKLOG_CACHE_SECONDS,
-    },
-    onUnread: (queueUrl, error) => {
-      logger.warn("could not read a queue's depth; admitting", {
-        queue_url: queueUrl,
-        error: describe(error),
-      });
-      metrics.addMetric("FrontDoorBacklogUnread", MetricUnit.Count, 1);
-    },
-  });
 }
 
 /** A 500 that says nothing of the inside, for an error no route expected. */

@@ -1,5 +1,6 @@
 import { userInfo } from "node:os";
 import { ulid } from "ulid";
+import { approvalAnswered } from "../../functions/core/approval-audit";
 import { startTraceparent } from "../../functions/core/trace-context";
 import { registry } from "../../schemas";
 import type {
@@ -13,6 +14,8 @@ import type * as z from "../../schemas/zod";
 import { callerPrincipal } from "./caller";
 import { putEnvelope } from "./put-envelope";
 import type { ClientConfig, OpsStack } from "./stack";
+
+export { approvalAnswered };
 
 const SOURCE = "agentbus.operator";
 
@@ -102,58 +105,6 @@ export function recordAction(
   record: RecordFields = {},
 ): Promise<string> {
   return recordOnAudit(stack, config, "operator.action.recorded", action, record);
-}
-
-type ApprovalAnswered = Omit<
-  OperatorRecords["operator.approval.answered"],
-  "requested_by" | "via" | "principal"
->;
-
-/**
- * The approval an operator command answers, if it answers one: an agent's tool call
- * (`<agent>.decision.requested`, approve or reject), a held reply (`reply.approve.requested`,
- * `reply.reject.requested`) or a BLOCKED workflow node (`workflow.confirm.requested`).
- */
-export function approvalAnswered(envelope: Record<string, unknown>): ApprovalAnswered | undefined {
-  const type = String(envelope.event_type);
-  const payload = (envelope.payload ?? {}) as Record<string, unknown>;
-  const aggregate = (envelope.aggregate ?? {}) as { id?: unknown };
-  const commandId = String(envelope.event_id);
-  // A node's confirmation says why in its note.
-  const whyField = type === "workflow.confirm.requested" ? "note" : "reason";
-  const why = copiable(type, envelope.schema_version, whyField) ? payload[whyField] : undefined;
-  const answer = (target: unknown, decision: "approve" | "reject", step?: unknown) => ({
-    target: String(target),
-    ...(typeof step === "string" ? { step } : {}),
-    decision,
-    ...(typeof why === "string" ? { reason: why } : {}),
-    command_id: commandId,
-  });
-  if (
-    type.endsWith(".decision.requested") &&
-    ["approve", "reject"].includes(String(payload.decision))
-  )
-    return answer(payload.run_id, payload.decision as "approve" | "reject", payload.tool_call_id);
-  if (type === "reply.approve.requested" || type === "reply.reject.requested")
-    return answer(aggregate.id, type === "reply.approve.requested" ? "approve" : "reject");
-  if (type === "workflow.confirm.requested")
-    return answer(
-      payload.run_id,
-      payload.answer === "confirmed" ? "approve" : "reject",
-      payload.node_id,
-    );
-  return undefined;
-}
-
-/**
- * Whether the audit record may copy this field of the command: not when the command's definition
- * declares it personal (the command keeps it sealed under the customer's key where it is stored,
- * which the record's `command_id` names; the record, kept by the audit group, could not be erased),
- * nor when the definition is unknown here.
- */
-function copiable(type: string, schemaVersion: unknown, field: string): boolean {
-  const definition = registry.get(type, Number(schemaVersion));
-  return definition !== undefined && !(definition.personal ?? []).includes(field);
 }
 
 /** The approval a command sent answered, on the audit topic; its event id, or undefined. */

@@ -433,15 +433,23 @@ describe("the front door", () => {
       Variables: { EVENTS_TABLE: expect.anything() },
     });
     // The rest opens personal fields (the customer keys' reads and Decrypt, never a seal), puts
-    // the A2A agents' commands on the commands bus, and keeps their tasks' push configs.
+    // the A2A agents' commands on the commands bus, admits their starts (the next test) and keeps
+    // their tasks' push configs.
     const rest = statements.filter((s) => !dynamodb.slice(0, 3).includes(s));
     expect(rest.flatMap((s) => s.Action).sort()).toEqual([
       "dynamodb:BatchGetItem",
+      "dynamodb:BatchGetItem",
+      "dynamodb:BatchGetItem",
+      "dynamodb:GetItem",
       "dynamodb:GetItem",
       "dynamodb:GetItem",
       "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
       "events:PutEvents",
       "kms:Decrypt",
+      ...rest
+        .filter((s) => s.Action.includes("sqs:GetQueueAttributes"))
+        .map(() => "sqs:GetQueueAttributes"),
     ]);
     const writes = rest.filter((s) => s.Action.includes("dynamodb:PutItem"));
     expect(writes.map((s) => s.Condition)).toEqual([
@@ -449,7 +457,7 @@ describe("the front door", () => {
     ]);
   });
 
-  it("offers the step roles that declare `a2a` from its stream function, which may put on the commands bus only", () => {
+  it("offers the step roles that declare `a2a` from its stream function, which may put on the commands and audit buses only", () => {
     const [resource] = functionsOfKind(template, "front-door-stream");
     if (!resource) throw new Error("no front-door-stream function");
     const variables = (resource.Properties.Environment as { Variables: Record<string, unknown> })
@@ -463,9 +471,45 @@ describe("the front door", () => {
     const puts = statementsOf(template, resource).filter((s) =>
       s.Action.includes("events:PutEvents"),
     );
-    expect(puts).toHaveLength(1);
-    expect(JSON.stringify(puts[0]?.Resource)).toMatch(/Commands/i);
-    expect(JSON.stringify(puts[0]?.Resource)).not.toMatch(/Events(Bus|Topic)/);
+    // The commands bus, and the audit topic's, where a caller's answer is recorded.
+    expect(variables.BUS_AUDIT).toEqual(expect.anything());
+    const buses = puts.flatMap((s) => s.Resource.map((r) => refersTo(r)?.replace(/Topic.*/, "")));
+    expect(buses.sort()).toEqual(["Audit", "Commands"]);
+    // A start is admitted as the front door's: its limits and workflows, the tenants' counts,
+    // the registry read (never written), the backlog of the groups a run enters only.
+    expect(variables).toMatchObject({
+      TENANT_REQUESTS_PER_MINUTE: expect.any(String),
+      TENANT_RUNS_IN_FLIGHT: expect.any(String),
+      BACKLOG_THRESHOLD: String(DEFAULT_BACKLOG.threshold),
+    });
+    const door = functionsOfKind(template, "front-door")[0] as Resource;
+    const doorVariables = (door.Properties.Environment as { Variables: Record<string, unknown> })
+      .Variables;
+    expect(variables.WORKFLOWS).toEqual(doorVariables.WORKFLOWS);
+    expect(JSON.stringify(variables.BACKLOG_QUEUES)).toMatch(/runs/);
+    expect(JSON.stringify(variables.BACKLOG_QUEUES)).not.toMatch(/conversations/);
+    const updates = statementsOf(template, resource).filter((s) =>
+      s.Action.includes("dynamodb:UpdateItem"),
+    );
+    expect(updates.map((s) => s.Condition)).toEqual([
+      { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["tenant_rate#*", "tenant_runs#*"] } },
+    ]);
+    // It writes no item but its tasks' push configs (the test above).
+    expect(
+      statementsOf(template, resource)
+        .filter((s) => s.Action.includes("dynamodb:PutItem"))
+        .map((s) => s.Condition),
+    ).toEqual([{ "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["a2a_push#*"] } }]);
+    const sqs = statementsOf(template, resource).filter((s) =>
+      s.Action.includes("sqs:GetQueueAttributes"),
+    );
+    const granted = sqs.flatMap((st) => st.Resource.map((r) => refersTo(r))).sort();
+    const entered = stack.groups
+      .filter((g) => g.groupName === "orchestrator")
+      .flatMap((g) => [g.queue, g.bufferQueue])
+      .map((q) => stack.getLogicalId(q?.node.defaultChild as CfnElement))
+      .sort();
+    expect(granted).toEqual(entered);
   });
 
   it("delivers the A2A tasks' push notifications from the events table's stream, writing their push items only", () => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { InMemoryModelControls } from "../../functions/core/model-guard";
 import type { EventStore, StoredState } from "../../functions/core/ports";
 import {
   MemoryTaskPushConfigs,
@@ -10,11 +11,15 @@ import {
   PUSH_DELIVERY_DEFAULTS,
   type PushDeliveryPorts,
 } from "../../functions/front-door/a2a/push-delivery";
+import type { A2aPorts } from "../../functions/front-door/a2a/run-agent";
 import { type A2aAnswer, type A2aService, answerA2a } from "../../functions/front-door/a2a/serve";
 import { runIdOfTask, taskIdOfRun } from "../../functions/front-door/a2a/task";
+import { InMemoryTenantLimits } from "../../functions/front-door/limits";
+import { InMemoryRunsInFlight } from "../../functions/front-door/runs-in-flight";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../schemas";
 import { startWebhook, type TestWebhook } from "../support/push-webhook";
+import { REFERENCE_FRONT_DOOR_WORKFLOWS } from "../support/reference";
 
 /**
  * A2A push notifications in memory (functions/front-door/a2a/push-*.ts): the config methods
@@ -28,7 +33,11 @@ process.env.POWERTOOLS_METRICS_DISABLED = "true";
 
 const TASK = "0b1c2d3e-4f50-4617-8899-aabbccddeeff";
 const RUN = runIdOfTask(TASK) ?? "";
-const OFFERED = { description: "Reviews an article", workflow: "long-form", textInput: "topic" };
+const OFFERED = {
+  description: "Reviews an article",
+  workflow: "long-form",
+  textInput: "topic_hint",
+};
 
 type RunStatus = "submitted" | "working" | "input-required" | "completed" | "failed";
 
@@ -147,12 +156,23 @@ function world(options: { push?: boolean } = {}) {
   const configs = new MemoryTaskPushConfigs();
   let id = 0;
   let now = Date.parse("2026-12-05T10:00:00Z");
+  const clock = { now: () => new Date(now) };
+  // The front door's admission, as the stream function is given it: the reference workflows.
+  const admission: A2aPorts["admission"] = {
+    limits: new InMemoryTenantLimits(),
+    runs: new InMemoryRunsInFlight(),
+    controls: new InMemoryModelControls(),
+    states: { loadStates: async () => [] },
+    workflows: REFERENCE_FRONT_DOOR_WORKFLOWS,
+    clock,
+  };
   const service = (tenant: string): A2aService => ({
     agents: { review: OFFERED },
     ports: {
       store,
       registry,
-      clock: { now: () => new Date(now) },
+      clock,
+      admission,
       sleep: async (ms) => {
         now += ms;
       },
@@ -160,7 +180,12 @@ function world(options: { push?: boolean } = {}) {
       publisher: { publish: async () => [] },
       ...(options.push === false ? {} : { pushConfigs: configs }),
     },
-    settings: { pollMs: 1000, maxSeconds: 1, allowLoopbackPush: true },
+    settings: {
+      pollMs: 1000,
+      maxSeconds: 1,
+      allowLoopbackPush: true,
+      limits: { requestsPerMinute: 600, runsInFlight: 20 },
+    },
     caller: async () => ({ tenantId: tenant, userId: `user_${tenant}` }),
   });
   return { runs, configs, service };

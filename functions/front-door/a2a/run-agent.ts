@@ -26,18 +26,26 @@ import {
   type RequestContext,
   type TaskStore,
 } from "@a2a-js/sdk/server";
-import { type EventRegistry, tenantOf } from "../../../schemas";
+import { type AggregateRef, type Envelope, type EventRegistry, tenantOf } from "../../../schemas";
+import { MAX_STREAM_VERSION } from "../../../schemas/envelope";
+import { approvalAnswered } from "../../core/approval-audit";
 import type { Clock, EventPublisher, EventStore, IdSource } from "../../core/ports";
 import type { StepA2a } from "../../core/steps";
 import type { OrchestratorState } from "../../roles/orchestrator/state";
+import type { AdmissionPorts, AdmissionSettings } from "../admission";
 import { clientEnvelope, DAG_RUN } from "../api";
 import type { Caller } from "../identity";
+import type { CountedRun } from "../runs-in-flight";
+import type { FrontDoorWorkflows } from "../workflows";
 import { runPushStore, type TaskPushConfigs } from "./push-configs";
 import {
   artifactsOf,
   isTerminal,
   pendingApprovals,
+  refusedStatus,
+  refusedTask,
   runIdOfTask,
+  type StartRefusal,
   taskOfRun,
   taskStatusOf,
 } from "./task";
@@ -73,6 +81,15 @@ export interface A2aPorts {
   sleep(ms: number): Promise<void>;
   /** Where tasks' push notification configs are kept; absent, the agents offer no push. */
   readonly pushConfigs?: TaskPushConfigs;
+  /**
+   * The runs' streams (the events table), where the orchestrator's refusal of a start says why;
+   * absent, a refused start's task is `rejected` with no reason.
+   */
+  readonly runEvents?: {
+    readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]>;
+  };
+  /** What admits a start (../admission.ts), and the workflows a tenant may start. */
+  readonly admission: AdmissionPorts & { readonly workflows?: FrontDoorWorkflows };
 }
 
 export interface A2aSettings {
@@ -82,6 +99,15 @@ export interface A2aSettings {
   readonly maxSeconds: number;
   /** The local stack's allowance of loopback webhooks (./push-configs.ts `pushUrlProblem`). */
   readonly allowLoopbackPush?: boolean;
+  /** The tenants' requests per minute and runs in flight, as the front door's (../limits.ts). */
+  readonly limits: AdmissionSettings;
+}
+
+/** A task admitted (./admit.ts): its id, the run's input and the run counted against its tenant. */
+export interface AdmittedTask {
+  readonly taskId: string;
+  readonly request: Record<string, unknown>;
+  readonly run: CountedRun;
 }
 
 /** What one request works with: the caller (from the token), the agent, the ports. */
@@ -92,19 +118,50 @@ export interface A2aAgentContext {
   readonly card: AgentCard;
   readonly ports: A2aPorts;
   readonly settings: A2aSettings;
+  /** The task this request's message starts, admitted (./admit.ts); none for other calls. */
+  readonly admitted?: AdmittedTask;
 }
 
+/** A task's run as stored: none (not the caller's, no such task), its state, or its refusal. */
+type LoadedRun =
+  | { found: false }
+  | { found: true; runId: string; state?: OrchestratorState; refused?: StartRefusal };
+
 /** The run of `taskId` if it is the caller's tenant's: `found` false for no such task. */
-async function loadRun(
-  agent: A2aAgentContext,
-  taskId: string,
-): Promise<{ found: false } | { found: true; runId: string; state?: OrchestratorState }> {
+async function loadRun(agent: A2aAgentContext, taskId: string): Promise<LoadedRun> {
   const runId = runIdOfTask(taskId);
   if (!runId) return { found: false };
   const loaded = await agent.ports.store.load({ state: { type: DAG_RUN, id: runId } });
+  // A null state: the orchestrator refused the start (../runs-in-flight.ts says the same).
+  if (loaded.state && loaded.state.data === null) return refusedRun(agent, runId);
   const state = (loaded.state?.data ?? undefined) as OrchestratorState | undefined;
   if (state && tenantOf(state) !== agent.caller.tenantId) return { found: false };
   return { found: true, runId, ...(state ? { state } : {}) };
+}
+
+/** A refused start's run: why, from its `workflow.rejected` (another tenant's: not found). */
+async function refusedRun(agent: A2aAgentContext, runId: string): Promise<LoadedRun> {
+  const stream = { type: DAG_RUN, id: runId };
+  const events = (await agent.ports.runEvents?.readStream(stream, 1, MAX_STREAM_VERSION)) ?? [];
+  const rejected = events.find(
+    (e) =>
+      e.event_type === "workflow.rejected" &&
+      (e.payload as { request?: unknown } | null)?.request === "start",
+  );
+  if (rejected && tenantOf(rejected) !== agent.caller.tenantId) return { found: false };
+  const why = rejected?.payload as { code?: unknown; message?: unknown } | undefined;
+  const refused = {
+    code: typeof why?.code === "string" ? why.code : "workflow.rejected",
+    message: typeof why?.message === "string" ? why.message : "",
+  };
+  return { found: true, runId, refused };
+}
+
+/** The task of a run found: a refused start's, or the run's. */
+function taskOf(agent: A2aAgentContext, taskId: string, run: LoadedRun & { found: true }): Task {
+  return run.refused
+    ? refusedTask(taskId, run.refused, now(agent))
+    : taskOfRun(taskId, run.state, now(agent));
 }
 
 const now = (agent: A2aAgentContext) => agent.ports.clock.now().toISOString();
@@ -113,10 +170,13 @@ const now = (agent: A2aAgentContext) => agent.ports.clock.now().toISOString();
  * The task store over the runs' stored state: a task is read, never written beside its run. The
  * store lives for one request: the SDK saves each task it is about to send and loads it back to
  * send it, so within the request a saved task is what `load` answers (the task as the request
- * published it, not the run as it has moved on since); before any save, the run's state.
+ * published it, not the run as it has moved on since); before any save, the run's state. The task
+ * the request admitted is `submitted` from the start: the SDK is handed the message on it.
  */
 export function runTaskStore(agent: A2aAgentContext): TaskStore {
   const published = new Map<string, Task>();
+  const { admitted } = agent;
+  if (admitted) published.set(admitted.taskId, taskOfRun(admitted.taskId, undefined, now(agent)));
   return {
     // The run's stored state is the task; what the SDK would keep besides (the messages of a
     // task's history) is the run's events, in the event store.
@@ -127,7 +187,7 @@ export function runTaskStore(agent: A2aAgentContext): TaskStore {
       const saved = published.get(taskId);
       if (saved) return saved;
       const run = await loadRun(agent, taskId);
-      return run.found && run.state ? taskOfRun(taskId, run.state, now(agent)) : undefined;
+      return run.found && (run.state || run.refused) ? taskOf(agent, taskId, run) : undefined;
     },
     list: async () => {
       throw new UnsupportedOperationError("listing tasks is not offered: ask for a task by its id");
@@ -135,28 +195,57 @@ export function runTaskStore(agent: A2aAgentContext): TaskStore {
   };
 }
 
-/** Put one command about run `runId` on its bus (the caller's tenant and user). */
+/** Put one command about run `runId` on its bus (the caller's tenant and user); the command. */
 async function putCommand(
   agent: A2aAgentContext,
   type: string,
   runId: string,
   payload: Record<string, unknown>,
-): Promise<void> {
+): Promise<Envelope> {
+  return putMessage(agent, type, { type: DAG_RUN, id: runId }, payload);
+}
+
+/** Put one message of the caller (its tenant and user) on its topic's bus; the message. */
+async function putMessage(
+  agent: A2aAgentContext,
+  type: string,
+  aggregate: { readonly type: string; readonly id: string },
+  payload: Record<string, unknown>,
+): Promise<Envelope> {
   const { ports, caller } = agent;
-  const envelope = clientEnvelope(ports, caller, ports.ids.next(), {
-    type,
-    aggregate: { type: DAG_RUN, id: runId },
-    payload,
-  });
+  const envelope = clientEnvelope(ports, caller, ports.ids.next(), { type, aggregate, payload });
   const topic = ports.registry.find(type)?.topic ?? "commands";
   const failures = await ports.publisher.publish(topic, [envelope]);
   if (failures.length > 0)
     throw new Error(`the bus did not take ${type} (${failures[0]?.code}); send it again`);
+  return envelope;
 }
 
-/** Who answers or cancels, as a command's `requested_by` names them. */
+/**
+ * The caller's answer on the audit topic, as an operator's is (`operator.approval.answered`,
+ * functions/core/approval-audit.ts): the task's run and step, the decision, its reason unless
+ * the command declares it personal, the command; who answered is the record's tenant and user
+ * and its `requested_by`, and it came through the front door.
+ */
+async function auditAnswer(agent: A2aAgentContext, command: Envelope): Promise<void> {
+  const answered = approvalAnswered(command as unknown as Record<string, unknown>);
+  if (!answered) return;
+  const id = agent.ports.ids.next();
+  const record = { type: "operator_action", id: `opact_${id}` };
+  const payload = { ...answered, requested_by: requesterOf(agent.caller), via: "front-door" };
+  try {
+    await putMessage(agent, "operator.approval.answered", record, payload);
+  } catch (error) {
+    throw new Error(
+      `the answer was sent (${command.event_id}), its audit record was not: ${(error as Error).message}`,
+    );
+  }
+}
+
+/** Who answers or cancels, as a command's `requested_by` names them (no spaces, no `@`). */
 function requesterOf(caller: Caller): string {
-  return caller.userId ?? caller.service ?? `a2a:${caller.tenantId}`;
+  const who = caller.userId ?? caller.service ?? `a2a:${caller.tenantId}`;
+  return who.replace(/[\s@]+/g, "_").slice(0, 128);
 }
 
 /** The run's input from a message: a data part's object as it is, else its text as `textInput`. */
@@ -220,7 +309,10 @@ export async function* followRun(
   while (ports.clock.now().getTime() < until) {
     const run = await loadRun(agent, taskId);
     const state = run.found ? run.state : undefined;
-    const status = taskStatusOf(taskId, state, now(agent));
+    const status =
+      run.found && run.refused
+        ? refusedStatus(taskId, run.refused, now(agent))
+        : taskStatusOf(taskId, state, now(agent));
     const pending = state ? pendingApprovals(state)[0]?.step : undefined;
     const waitsOnAnswer = pending !== undefined && pending === from.answered;
     if (status.state !== last && !waitsOnAnswer) {
@@ -243,7 +335,7 @@ export async function* followRun(
   }
 }
 
-/** Starts the run of a new task, or answers the approval its task waits for. */
+/** Starts the run of the task admitted, or answers the approval its task waits for. */
 async function startOrAnswer(
   agent: A2aAgentContext,
   context: RequestContext,
@@ -251,15 +343,13 @@ async function startOrAnswer(
   const taskId = context.taskId;
   const runId = runIdOfTask(taskId);
   if (!runId) throw new TaskNotFoundError(`Task not found: ${taskId}`);
-  if (!context.task) {
-    const request = runInputOf(context.userMessage, agent.offered);
-    await putCommand(agent, "workflow.start.requested", runId, {
-      run_id: runId,
-      workflow_name: agent.offered.workflow,
-      request,
-    });
+  if (agent.admitted?.taskId === taskId) {
+    await startRun(agent, agent.admitted);
     return { task: taskOfRun(taskId, undefined, now(agent)) };
   }
+  // A new task is started only once admitted (./admit.ts), never past the front door's limits.
+  if (!context.task)
+    throw new UnsupportedOperationError("the task was not admitted: send it again");
   const run = await loadRun(agent, taskId);
   const pending = run.found && run.state ? pendingApprovals(run.state)[0] : undefined;
   if (!pending)
@@ -267,14 +357,34 @@ async function startOrAnswer(
       `Task ${taskId} waits for no answer: it is ${TaskState[context.task.status?.state ?? 0]}`,
     );
   const { verdict, reason } = decisionOf(context.userMessage);
-  await putCommand(agent, "workflow.confirm.requested", runId, {
+  const command = await putCommand(agent, "workflow.confirm.requested", runId, {
     run_id: runId,
     node_id: pending.step,
     answer: verdict === "approve" ? "confirmed" : "refused",
     requested_by: requesterOf(agent.caller),
     ...(reason === undefined ? {} : { note: reason }),
   });
+  await auditAnswer(agent, command);
   return { task: context.task, answered: pending.step };
+}
+
+/**
+ * Put the admitted task's start on the bus; a start the bus did not take no longer counts
+ * against its tenant's runs in flight (nothing retries it: the caller sends a new message).
+ */
+async function startRun(agent: A2aAgentContext, admitted: AdmittedTask): Promise<void> {
+  const { runId } = admitted.run;
+  try {
+    await putCommand(agent, "workflow.start.requested", runId, {
+      run_id: runId,
+      workflow_name: agent.offered.workflow,
+      request: admitted.request,
+    });
+  } catch (error) {
+    const { runs } = agent.ports.admission;
+    await runs.remove(agent.caller.tenantId, [admitted.run]).catch(() => undefined);
+    throw error;
+  }
 }
 
 /** The executor: starts or answers, then sends the run's changes until it ends or waits again. */
@@ -302,8 +412,9 @@ export function runExecutor(agent: A2aAgentContext): AgentExecutor {
 /** Put the run's cancel on the bus: the task of a run that ended cannot be cancelled. */
 async function cancelRun(agent: A2aAgentContext, taskId: string): Promise<Task> {
   const run = await loadRun(agent, taskId);
-  if (!run.found || !run.state) throw new TaskNotFoundError(`Task not found: ${taskId}`);
-  const task = taskOfRun(taskId, run.state, now(agent));
+  if (!run.found || (!run.state && !run.refused))
+    throw new TaskNotFoundError(`Task not found: ${taskId}`);
+  const task = taskOf(agent, taskId, run);
   if (task.status?.state === TaskState.TASK_STATE_CANCELED) return task;
   if (isTerminal(task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED))
     throw new TaskNotCancelableError(`Task not cancelable: ${taskId} already ended`);
@@ -370,16 +481,13 @@ function pushOf(
 }
 
 /**
- * Why a message cannot be taken, before the SDK runs the executor (which could only say that it
- * failed): a new task's message has no input; a message on a task waits for no answer, or is none.
+ * Why a message on a task cannot be taken, before the SDK runs the executor (which could only say
+ * that it failed): the task waits for no answer, or the message is none (a new task's message was
+ * checked as it was admitted: ./admit.ts).
  * A task that is not the caller's, or that ended, the SDK refuses itself.
  */
 async function checkMessage(agent: A2aAgentContext, message: Message | undefined): Promise<void> {
-  if (!message) return;
-  if (!message.taskId) {
-    runInputOf(message, agent.offered);
-    return;
-  }
+  if (!message?.taskId || message.taskId === agent.admitted?.taskId) return;
   const run = await loadRun(agent, message.taskId);
   if (!run.found || !run.state) return;
   const task = taskOfRun(message.taskId, run.state, now(agent));
@@ -408,8 +516,9 @@ async function cancelAndWait(agent: A2aAgentContext, taskId: string): Promise<Ta
  */
 async function* subscribe(agent: A2aAgentContext, taskId: string): AsyncGenerator<StreamResponse> {
   const run = await loadRun(agent, taskId);
-  if (!run.found || !run.state) throw new TaskNotFoundError(`Task not found: ${taskId}`);
-  const task = taskOfRun(taskId, run.state, now(agent));
+  if (!run.found || (!run.state && !run.refused))
+    throw new TaskNotFoundError(`Task not found: ${taskId}`);
+  const task = taskOf(agent, taskId, run);
   yield { payload: { $case: "task", value: task } };
   const state = task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
   if (isTerminal(state)) return;

@@ -3,9 +3,15 @@ import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from "@a2
 import { fail, type HttpRequest } from "../http";
 import type { Caller } from "../identity";
 import { STREAM_HEADERS } from "../stream";
+import { admitNewTask } from "./admit";
 import type { A2aAgents } from "./agents";
 import { agentCardOf } from "./card";
-import { type A2aPorts, type A2aSettings, runAgentHandler } from "./run-agent";
+import {
+  type A2aAgentContext,
+  type A2aPorts,
+  type A2aSettings,
+  runAgentHandler,
+} from "./run-agent";
 
 /**
  * The A2A routes of the front door's stream function (its URL takes POST and streams answers, which
@@ -73,23 +79,16 @@ export async function answerA2a(request: A2aRequest, service: A2aService): Promi
       body: JSON.stringify(AgentCard.toJSON(card)),
     };
   const caller = await service.caller();
-  const handler = runAgentHandler({
-    caller,
-    role,
-    offered,
-    card,
-    ports: service.ports,
-    settings: service.settings,
-  });
-  return jsonRpcAnswer(request, card, new JsonRpcTransportHandler(handler));
+  const agent = { caller, role, offered, card, ports: service.ports, settings: service.settings };
+  return jsonRpcAnswer(request, agent);
 }
 
-/** One JSON-RPC call: its answer as JSON, or its stream as server-sent events. */
-async function jsonRpcAnswer(
-  request: A2aRequest,
-  card: AgentCard,
-  transport: JsonRpcTransportHandler,
-): Promise<A2aAnswer> {
+/**
+ * One JSON-RPC call: its answer as JSON, or its stream as server-sent events. A call that starts
+ * a task is admitted first (./admit.ts): refused, its error is the answer, as JSON.
+ */
+async function jsonRpcAnswer(request: A2aRequest, agent: A2aAgentContext): Promise<A2aAnswer> {
+  const { card } = agent;
   const version = request.headers[A2A_VERSION_HEADER.toLowerCase()];
   const context = new ServerCallContext(version ? { requestedVersion: version } : {});
   let body: unknown;
@@ -111,7 +110,16 @@ async function jsonRpcAnswer(
       error: JsonRpcTransportHandler.mapToJSONRPCError(error),
     });
   }
-  const answer = await transport.handle(body as Record<string, unknown>, context);
+  const call = (body !== null && typeof body === "object" ? body : {}) as Record<string, unknown>;
+  const admission = await admitNewTask(agent, call);
+  if ("error" in admission)
+    return rpcJson({ jsonrpc: "2.0", id: idOf(body), error: admission.error });
+  const handler = runAgentHandler({
+    ...agent,
+    ...(admission.admitted ? { admitted: admission.admitted } : {}),
+  });
+  const transport = new JsonRpcTransportHandler(handler);
+  const answer = await transport.handle(admission.call, context);
   if (!(Symbol.asyncIterator in answer)) return rpcJson(answer);
   return { status: 200, headers: { ...STREAM_HEADERS }, stream: sseOf(answer, idOf(body)) };
 }

@@ -22,6 +22,7 @@ import {
  * | COMPLETED, PARTIAL (its degraded nodes in the metadata)  | `completed`      |
  * | FAILED                                                   | `failed`         |
  * | CANCELLED                                                | `canceled`       |
+ * | its start refused (the state null, `workflow.rejected`)  | `rejected`       |
  *
  * An ended run's artifacts are its nodes' outputs, one per node that has one (a data part).
  */
@@ -69,13 +70,68 @@ export function taskStateOf(state: OrchestratorState | undefined): TaskState {
   }
 }
 
-/** Whether the state ends the task (the run ended). */
+/** Whether the state ends the task (the run ended, or never started). */
 export function isTerminal(state: TaskState): boolean {
   return (
     state === TaskState.TASK_STATE_COMPLETED ||
     state === TaskState.TASK_STATE_FAILED ||
-    state === TaskState.TASK_STATE_CANCELED
+    state === TaskState.TASK_STATE_CANCELED ||
+    state === TaskState.TASK_STATE_REJECTED
   );
+}
+
+/**
+ * Why the orchestrator refused a run's start (its `workflow.rejected`, request `start`): the
+ * workflow refuses the input, names a role the stack has not, is not the tenant's to start.
+ */
+export interface StartRefusal {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** The status of a task whose run's start was refused: `rejected`, and why. */
+export function refusedStatus(taskId: string, refusal: StartRefusal, at: string): TaskStatus {
+  const state = TaskState.TASK_STATE_REJECTED;
+  const text = `the run's start was refused: ${refusal.code} ${refusal.message}`.trim();
+  return { state, timestamp: at, message: agentMessage(taskId, state, at, { text }) };
+}
+
+/** The task of a run whose start was refused: rejected, no artifacts, the refusal in its metadata. */
+export function refusedTask(taskId: string, refusal: StartRefusal, at: string): Task {
+  return {
+    id: taskId,
+    contextId: taskId,
+    status: refusedStatus(taskId, refusal, at),
+    artifacts: [],
+    history: [],
+    metadata: { agentbus: { run_id: runIdOfTask(taskId), refused: { ...refusal } } },
+  };
+}
+
+/** A message from the agent on a task's status: its text, and what it is about as data. */
+function agentMessage(
+  taskId: string,
+  state: TaskState,
+  at: string,
+  text: { text: string; data?: Record<string, unknown> },
+): TaskStatus["message"] {
+  return {
+    messageId: `${taskId}:${state}:${at}`,
+    contextId: taskId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts: [
+      {
+        content: { $case: "text", value: text.text },
+        metadata: undefined,
+        filename: "",
+        mediaType: "text/plain",
+      },
+    ],
+    metadata: text.data === undefined ? undefined : { agentbus: text.data },
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 /**
@@ -92,25 +148,7 @@ export function taskStatusOf(
   return {
     state: taskState,
     timestamp: at,
-    message: text
-      ? {
-          messageId: `${taskId}:${taskState}:${at}`,
-          contextId: taskId,
-          taskId,
-          role: Role.ROLE_AGENT,
-          parts: [
-            {
-              content: { $case: "text", value: text.text },
-              metadata: undefined,
-              filename: "",
-              mediaType: "text/plain",
-            },
-          ],
-          metadata: text.data === undefined ? undefined : { agentbus: text.data },
-          extensions: [],
-          referenceTaskIds: [],
-        }
-      : undefined,
+    message: text ? agentMessage(taskId, taskState, at, text) : undefined,
   };
 }
 

@@ -251,23 +251,30 @@ export class FrontDoor extends Construct {
   /** What the function may touch: the state it answers from, the buses, the keys, the queues. */
   private grantFunction(props: FrontDoorProps): void {
     this.grantState(props.tables);
+    this.grantAdmission(
+      this.function,
+      props,
+      ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+      ALL_FEATURES,
+    );
     if (props.customerKeys) {
       this.grantErasure(props.customerKeys, props.tables);
       // A customer's message goes on the bus sealed under their key (made on their first).
       props.customerKeys.wire(this.function, ["seal"]);
     }
     for (const topic of props.topics) topic.grantPutEvents(this.function);
-    this.grantBacklog(props);
   }
 
   /**
-   * The backlog the function reads (functions/front-door/backlog.ts): the URLs of the entry
-   * groups' queues as `BACKLOG_QUEUES` (feature -> group -> URLs) and GetQueueAttributes on
-   * exactly those queues; nothing when `backlog` is `false` or no group is named.
+   * The backlog `fn` reads (functions/front-door/backlog.ts): the URLs of the queues of the groups
+   * `features`' work enters as `BACKLOG_QUEUES` (feature -> group -> URLs) and GetQueueAttributes
+   * on exactly those queues; nothing when `backlog` is `false` or no group is named.
    */
-  private grantBacklog(props: FrontDoorProps): void {
+  private grantBacklog(fn: AgentBusFunction, props: FrontDoorProps, features: readonly Feature[]) {
     if (props.backlog === false) return;
-    const byFeature = Object.entries(props.entryGroups ?? {}).filter(([, g]) => g.length > 0);
+    const byFeature = Object.entries(props.entryGroups ?? {}).filter(
+      ([feature, g]) => g.length > 0 && features.includes(feature as Feature),
+    );
     if (byFeature.length === 0) return;
     const queuesOf = (group: EntryGroup) => [
       group.queue,
@@ -279,9 +286,9 @@ export class FrontDoor extends Construct {
         Object.fromEntries(groups.map((g) => [g.groupName, queuesOf(g).map((q) => q.queueUrl)])),
       ]),
     );
-    this.function.addEnvironment("BACKLOG_QUEUES", Stack.of(this).toJsonString(urls));
+    fn.addEnvironment("BACKLOG_QUEUES", Stack.of(this).toJsonString(urls));
     const granted = new Set<IQueue>(byFeature.flatMap(([, groups]) => groups.flatMap(queuesOf)));
-    for (const queue of granted) queue.grant(this.function, "sqs:GetQueueAttributes");
+    for (const queue of granted) queue.grant(fn, "sqs:GetQueueAttributes");
   }
 
   /** The `$default` stage: throttled, and an access log of one JSON line per request. */
@@ -376,7 +383,10 @@ export class FrontDoor extends Construct {
   /**
    * The step roles offered over A2A (functions/front-door/a2a): the stream function serves their
    * cards and JSON-RPC endpoints (`A2A_AGENTS`), and may put on the commands bus, where a message
-   * starts, answers or cancels a run. None offered: neither.
+   * starts, answers or cancels a run, and on the audit topic, where a caller's answer is recorded.
+   * A start is admitted as the front door admits one: the same
+   * limits and workflows, the tenants' counts, the backlog of the groups a run enters. None
+   * offered: none of these.
    */
   private offerA2a(fn: AgentBusFunction, props: FrontDoorProps): void {
     const agents = offeredAgents(props.stepRoles ?? {});
@@ -389,6 +399,18 @@ export class FrontDoor extends Construct {
     fn.addEnvironment(A2A_AGENTS_ENV, JSON.stringify(agents));
     fn.addEnvironment("BUS_COMMANDS", commands.busName);
     commands.grantPutEvents(fn);
+    // A caller's answer is recorded on the audit topic (the events bus of a stack without one).
+    const audit =
+      props.topics.find((topic) => topic.topicName === "audit") ??
+      props.topics.find((topic) => topic.topicName === "events");
+    if (audit) {
+      fn.addEnvironment("BUS_AUDIT", audit.busName);
+      audit.grantPutEvents(fn);
+    }
+    for (const [name, value] of Object.entries(limitsEnvironment(props)))
+      fn.addEnvironment(name, value);
+    if (props.workflows !== undefined) fn.addEnvironment(WORKFLOWS_ENV, props.workflows);
+    this.grantAdmission(fn, props, ["dynamodb:GetItem"], ["runs"]);
     this.offerA2aPush(fn, props);
   }
 
@@ -548,38 +570,39 @@ export class FrontDoor extends Construct {
         resources: [...tables.eventsTraceIndexArns(), tables.events.tableArn],
       }),
     );
-    this.function.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["dynamodb:UpdateItem"],
-        resources: [tables.state.tableArn],
-        conditions: leading(["tenant_rate#*", "tenant_runs#*"]),
-      }),
-    );
-    this.function.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["dynamodb:BatchGetItem"],
-        resources: [tables.state.tableArn],
-        conditions: leading(["dag_run#*"]),
-      }),
-    );
-    // The operator's stops and each tenant's model calls today (one BatchGetItem per request).
-    this.function.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["dynamodb:BatchGetItem"],
-        resources: [tables.state.tableArn],
-        conditions: leading(["operator_stop#*", "model_spend#*"]),
-      }),
-    );
-    // The registered workflows: read (a tenant's own and the shared ones), and a tenant's put (its
-    // scope added to the scopes item, then a transaction of two PutItems: the version and the
-    // scope's list). Which scope is the function's check: a tenant's id is never the shared `*`.
-    this.function.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
-        resources: [tables.state.tableArn],
-        conditions: leading([...WORKFLOW_REGISTRY_KEYS]),
-      }),
-    );
+  }
+
+  /**
+   * What admits a run's start (functions/handlers/front-door-admission.ts), for `fn`: the tenants'
+   * counts (UpdateItem), the runs' states when a tenant is at its cap and the operator's stops
+   * and each tenant's model calls today (BatchGetItem), the registered workflows (`registry`: the
+   * front door also registers a tenant's), and the backlog of the groups `features`' work enters.
+   */
+  private grantAdmission(
+    fn: AgentBusFunction,
+    props: FrontDoorProps,
+    registry: readonly string[],
+    features: readonly Feature[],
+  ): void {
+    const state = props.tables.state.tableArn;
+    const leading = (prefixes: string[]) => ({
+      "ForAllValues:StringLike": { "dynamodb:LeadingKeys": prefixes },
+    });
+    const statements: [string[], string[]][] = [
+      [["dynamodb:UpdateItem"], ["tenant_rate#*", "tenant_runs#*"]],
+      [["dynamodb:BatchGetItem"], ["dag_run#*"]],
+      [["dynamodb:BatchGetItem"], ["operator_stop#*", "model_spend#*"]],
+      // The registered workflows: read (a tenant's own and the shared ones), and the front door's
+      // put of a tenant's (its scope added to the scopes item, then a transaction of two PutItems:
+      // the version and the scope's list). Which scope is the function's check: a tenant's id is
+      // never the shared `*`.
+      [[...registry], [...WORKFLOW_REGISTRY_KEYS]],
+    ];
+    for (const [actions, keys] of statements)
+      fn.addToRolePolicy(
+        new PolicyStatement({ actions, resources: [state], conditions: leading(keys) }),
+      );
+    this.grantBacklog(fn, props, features);
   }
 }
 
