@@ -9,8 +9,8 @@ import type { FifoMessage, FifoSender } from "./ports";
  * `delivery: "relay"` (lib/infra/README.md): the relay sends each stored event straight to the
  * FIFO queue of every group whose rule takes it, instead of a bus, a rule, a buffer queue and a
  * dispatch function per event. It reads the events in stream order and knows each one's order key
- * and event id, which is all the dispatch function adds; the message is the one the dispatch
- * function sends (`fifoMessageOf`). At least once: what fails is retried here, then the stream
+ * and event id, and the group's lanes are a function of the envelope, which is all the dispatch
+ * function adds; the message is the one the dispatch function sends (`fifoMessageOf`). At least once: what fails is retried here, then the stream
  * retries the batch; the FIFO queue's deduplication and the inbox drop a repeat.
  */
 
@@ -20,10 +20,18 @@ import type { FifoMessage, FifoSender } from "./ports";
  */
 export const DIRECT_GROUPS_ENV = "DIRECT_GROUPS";
 
-/** A group the relay delivers to: its FIFO queue and the pattern of its rule on each topic. */
+/**
+ * A group the relay delivers to: its FIFO queue, its tenant lanes if it has them, and the pattern
+ * of its rule on each topic.
+ */
 export interface DirectGroup {
   readonly group: string;
   readonly queue: string;
+  /**
+   * The group's `tenantConcurrency`: its messages travel in the tenant's lanes
+   * (`messageGroupOf`), as its dispatch function sends them. Absent: by order key.
+   */
+  readonly tenantConcurrency?: number;
   /**
    * Topic -> the EventBridge pattern of the group's rule on that topic's bus, without `source`:
    * the rule leaves out the relay's own source, whose events this path carries.
@@ -79,7 +87,10 @@ export async function deliverDirectly(
   for (const group of options.groups) {
     const messages: FifoMessage[] = events
       .filter((event) => takes(group, event))
-      .map((event, i) => ({ id: String(i), ...fifoMessageOf(event.envelope) }));
+      .map((event, i) => ({
+        id: String(i),
+        ...fifoMessageOf(event.envelope, group.tenantConcurrency),
+      }));
     const sender = options.senderOf(group);
     for (const batch of chunk(
       messages,

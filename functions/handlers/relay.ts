@@ -64,8 +64,8 @@ export const RelayEnv = z
     ),
     /**
      * The groups the relay delivers to their FIFO queues itself (`delivery: "relay"`): JSON
-     * (compressed when long, ../core/packed-json.ts), an array of { group, queue, rules: topic ->
-     * pattern }, from the stack.
+     * (compressed when long, ../core/packed-json.ts), an array of { group, queue, tenantConcurrency?,
+     * rules: topic -> pattern }, from the stack.
      */
     [DIRECT_GROUPS_ENV]: z.optional(
       packedJsonText(
@@ -74,10 +74,12 @@ export const RelayEnv = z
             group: z.string().check(z.minLength(1)),
             /** The FIFO queue's name: its URL is RELAY_FAILURE_QUEUE_URL's with this name. */
             queue: z.string().check(z.minLength(1)),
+            /** The group's tenant lanes (`tenantConcurrency`), when it has them. */
+            tenantConcurrency: z.optional(z.number().check(z.int(), z.minimum(1))),
             rules: z.partialRecord(z.enum(TOPICS), z.unknown()),
           }),
         ),
-        "a JSON array of { group, queue, rules }",
+        "a JSON array of { group, queue, tenantConcurrency?, rules }",
       ),
     ),
   })

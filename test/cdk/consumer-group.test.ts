@@ -140,7 +140,9 @@ describe("ConsumerGroup validation", () => {
     );
     expect(() =>
       build(() => ({ delivery: "subscriber", maxConcurrency: 3, tenantConcurrency: 2 })),
-    ).toThrow(/tenantConcurrency 2 needs delivery "dispatch-function" \(a subscriber copies/);
+    ).toThrow(
+      /tenantConcurrency 2 needs delivery "dispatch-function" or "relay" \(a subscriber copies/,
+    );
     expect(() =>
       build(() => ({ delivery: "subscriber", deliveryBatchingWindow: Duration.seconds(2) })),
     ).toThrow(/deliveryBatchingWindow 2 seconds needs delivery "dispatch-function" or "pipe"/);

@@ -29,11 +29,25 @@ const read = <T extends z.ZodMiniType>(schema: T, name: string) =>
   packedJsonText(schema, name).parse(relayEnv[name]) as z.output<T>;
 const direct = read(
   z.array(
-    z.object({ group: z.string(), queue: z.string(), rules: z.record(z.string(), z.unknown()) }),
+    z.object({
+      group: z.string(),
+      queue: z.string(),
+      tenantConcurrency: z.optional(z.number()),
+      rules: z.record(z.string(), z.unknown()),
+    }),
   ),
   DIRECT_GROUPS_ENV,
 ) as DirectGroup[];
 const unpublished = new Set(read(z.array(z.string()), UNPUBLISHED_TYPES_ENV));
+/** The customer-support groups and the refund review: tenant-laned, delivered by the relay. */
+const SUPPORT_GROUPS = [
+  "conversation",
+  "router",
+  "order-lookup",
+  "reply-generation",
+  "sender",
+  "refund-review",
+];
 
 type Pattern = { source?: unknown; "detail-type"?: string[] };
 const rulesOf = (group: string) =>
@@ -49,10 +63,33 @@ const fifoQueueOf = (group: string): Resource => {
 };
 
 describe("relay delivery in the reference stack", () => {
-  it("is the orchestrator's and the content agents', not the tenant-laned groups' nor the task projection's (replayed from the archive)", () => {
+  it("is every FIFO group's but the task projection's (replayed from the archive)", () => {
     expect(direct.map((g) => g.group).sort()).toEqual(
-      ["orchestrator", "topic-selection", "fact-check", "writing", "review"].sort(),
+      [
+        ...["orchestrator", "topic-selection", "fact-check", "writing", "review"],
+        ...SUPPORT_GROUPS,
+      ].sort(),
     );
+  });
+
+  it("carries each group's tenant lanes, as its dispatch function has them, and none for the others", () => {
+    const dispatchLanes = new Map(
+      functionsOfKind(template, "dispatch").map((f) => [
+        f.Metadata["agentbus:group"] as string,
+        (f.Properties.Environment as { Variables: Record<string, string> }).Variables
+          .TENANT_CONCURRENCY,
+      ]),
+    );
+    for (const group of direct) {
+      const lanes = group.tenantConcurrency;
+      expect([group.group, lanes === undefined ? undefined : String(lanes)]).toEqual([
+        group.group,
+        dispatchLanes.get(group.group),
+      ]);
+    }
+    for (const name of SUPPORT_GROUPS)
+      expect(direct.find((g) => g.group === name)?.tenantConcurrency, name).toBe(2);
+    expect(direct.find((g) => g.group === "orchestrator")?.tenantConcurrency).toBeUndefined();
   });
 
   it("names each group's FIFO queue and its rules' patterns but their source", () => {
@@ -72,6 +109,8 @@ describe("relay delivery in the reference stack", () => {
     for (const pattern of rulesOf("orchestrator"))
       expect(pattern.source).toEqual([{ "anything-but": ["agentbus.relay"] }]);
     for (const pattern of rulesOf("router"))
+      expect(pattern.source).toEqual([{ "anything-but": ["agentbus.relay"] }]);
+    for (const pattern of rulesOf("task-projection"))
       expect(pattern.source).toEqual([{ prefix: "agentbus" }]);
     expect(
       functionsOfKind(template, "dispatch").map((f) => f.Metadata["agentbus:group"]),
@@ -93,8 +132,8 @@ describe("relay delivery in the reference stack", () => {
     expect(unpublished.has("topic_selection.requested")).toBe(true);
     // The task projection, delivered by its dispatch function, takes the task events.
     expect(unpublished.has("task.accepted")).toBe(false);
-    // The router is delivered by its dispatch function: what it takes stays on the bus.
-    for (const type of rulesOf("router").flatMap((p) => p["detail-type"] ?? []))
+    // The task projection is delivered by its dispatch function: what it takes stays on the bus.
+    for (const type of rulesOf("task-projection").flatMap((p) => p["detail-type"] ?? []))
       expect(unpublished.has(type), type).toBe(false);
   });
 });
@@ -106,10 +145,19 @@ describe("relay delivery's limits", () => {
       groups: [{ ...groupOf(taskProjectionModule), delivery: "relay", ...settings }],
     });
 
-  it("refuses tenant lanes, which only the dispatch function computes", () => {
-    expect(() => relayed({ maxConcurrency: 3, tenantConcurrency: 2 })).toThrow(
-      /tenantConcurrency 2 needs delivery "dispatch-function"/,
-    );
+  it("takes tenant lanes, which it computes as the dispatch function does", () => {
+    const { template: laned } = synthesizeStack({
+      topology: relayed({ maxConcurrency: 3, tenantConcurrency: 2 }),
+    });
+    const [lanedRelay] = functionsOfKind(laned, "relay");
+    if (!lanedRelay) throw new Error("the stack has no relay");
+    const env = (lanedRelay.Properties.Environment as { Variables: Record<string, string> })
+      .Variables;
+    const groups = packedJsonText(
+      z.array(z.object({ group: z.string(), tenantConcurrency: z.optional(z.number()) })),
+      DIRECT_GROUPS_ENV,
+    ).parse(env[DIRECT_GROUPS_ENV]);
+    expect(groups).toEqual([{ group: "task-projection", tenantConcurrency: 2 }]);
   });
 
   it("refuses a delivery batching window, which only a dispatch function or a pipe applies", () => {

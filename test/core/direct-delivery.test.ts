@@ -5,7 +5,7 @@ import {
   type PlacedEvent,
   takes,
 } from "../../functions/core/direct-delivery";
-import { fifoMessageOf } from "../../functions/core/dispatch";
+import { dispatch, fifoMessageOf, messageGroupOf } from "../../functions/core/dispatch";
 import type { FifoMessage, FifoSender } from "../../functions/core/ports";
 import { relay } from "../../functions/core/relay";
 import { type Envelope, registry } from "../../schemas";
@@ -67,6 +67,47 @@ describe("a group delivered by the relay", () => {
       events.filter((e) => e.event_type === types[0]).map((e) => e.event_id),
     );
     expect(report.delivered).toBe(events.length + someSent.length);
+  });
+
+  it("with tenant lanes, sends each tenant's events in the lane its dispatch function picks", async () => {
+    // Three tasks of each of two tenants: each task's events fall in one of its tenant's 2 lanes.
+    const events = ["acme", "globex"].flatMap((tenant_id) =>
+      [1, 2, 3].flatMap(() => taskStream(1, 3).map((e) => ({ ...e, tenant_id }))),
+    );
+    const types = [...new Set(events.map((e) => e.event_type))];
+    const laned: DirectGroup = { ...group("laned", types), tenantConcurrency: 2 };
+    const queue = new RecordingQueue();
+    await deliverDirectly(placed(events), {
+      groups: [laned],
+      senderOf: () => queue,
+      wait: noWait,
+    });
+    const sent = queue.calls.flat();
+    expect(sent.map((m) => m.groupId)).toEqual(events.map((e) => messageGroupOf(e, 2)));
+    for (const { groupId } of sent) expect(groupId).toMatch(/^tenant\/(acme|globex)\/[01]$/);
+    expect(new Set(sent.map((m) => m.groupId.split("/")[1]))).toEqual(new Set(["acme", "globex"]));
+
+    // The dispatch function, given the same envelopes from the group's buffer, picks the same lanes.
+    const dispatched: FifoMessage[] = [];
+    const report = await dispatch(
+      events.map((e, i) => ({ recordId: String(i), envelope: e, rawBody: JSON.stringify(e) })),
+      registry,
+      {
+        send: async (m) => {
+          dispatched.push(...m);
+          return [];
+        },
+      },
+      { send: async () => {} },
+      2,
+    );
+    expect(report).toMatchObject({ sent: events.length, deadLettered: 0 });
+    const asSent = ({ groupId, deduplicationId, body }: FifoMessage) => ({
+      groupId,
+      deduplicationId,
+      envelope: JSON.parse(body),
+    });
+    expect(sent.map(asSent)).toEqual(dispatched.map(asSent));
   });
 
   it("retries only the entries that failed, before the next call, so an aggregate keeps its order", async () => {

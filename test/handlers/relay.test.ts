@@ -5,6 +5,7 @@ import { eventBridgeV2Client } from "../../functions/adapters/aws/eventbridge-v2
 import { eventItem } from "../../functions/adapters/dynamodb/items";
 import { relayFailureKeysOf } from "../../functions/adapters/dynamodb/relay-failure";
 import type { SubscriberBusPutEvents } from "../../functions/adapters/eventbridge/subscriber-bus";
+import { messageGroupOf } from "../../functions/core/dispatch";
 import type { RelayReport } from "../../functions/core/relay";
 import { createRelayHandler, type RelayHandlerOptions } from "../../functions/handlers/relay";
 import { LOCAL_SERVICE_CREDENTIALS } from "../../lib/dev/local/front-door";
@@ -211,6 +212,65 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
         .map((e) => e.event_id)
         .sort(),
     );
+  });
+
+  it("sends to a DIRECT_GROUPS group with tenantConcurrency in the tenant's lanes, as its dispatch function does", async () => {
+    const queue = `hr-laned-${suffix}.fifo`;
+    const fifo = await sqs.send(
+      new CreateQueueCommand({ QueueName: queue, Attributes: { FifoQueue: "true" } }),
+    );
+    const failures = await sqs.send(new CreateQueueCommand({ QueueName: `hr-lfail-${suffix}` }));
+    const events = ["acme", "globex"].flatMap((tenant_id) =>
+      taskStream(1, 2).map((e) => ({ ...e, tenant_id })),
+    );
+    const types = [...new Set(events.map((e) => e.event_type))];
+    const handler = relayHandler({
+      sqs: fromSdk(sqs),
+      env: {
+        BUS_EVENTS: busName,
+        RELAY_FAILURE_QUEUE_URL: failures.QueueUrl,
+        UNPUBLISHED_TYPES: JSON.stringify(types),
+        DIRECT_GROUPS: JSON.stringify([
+          {
+            group: "laned",
+            queue,
+            tenantConcurrency: 2,
+            rules: { events: { "detail-type": types } },
+          },
+        ]),
+      },
+    });
+    await handler(dynamoStreamEvent(events.map((e) => dynamoStreamRecord({ ...eventItem(e) }))));
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: fifo.QueueUrl,
+        MaxNumberOfMessages: 10,
+        MessageSystemAttributeNames: ["MessageGroupId", "MessageDeduplicationId"],
+      }),
+    );
+    const lanes = new Map(
+      Messages.map((m) => [m.Attributes?.MessageDeduplicationId, m.Attributes?.MessageGroupId]),
+    );
+    expect(lanes.size).toBe(events.length);
+    for (const e of events) expect(lanes.get(e.event_id), e.tenant_id).toBe(messageGroupOf(e, 2));
+    expect([...lanes.values()].every((g) => /^tenant\/(acme|globex)\/[01]$/.test(g ?? ""))).toBe(
+      true,
+    ); // Every type went to the group's queue only: the bus got none.
+    expect(await drain()).toEqual([]);
+  });
+
+  it("refuses a DIRECT_GROUPS group whose tenantConcurrency is not a positive integer, naming it", () => {
+    const laned = (tenantConcurrency: unknown) =>
+      relayHandler({
+        env: {
+          BUS_EVENTS: busName,
+          DIRECT_GROUPS: JSON.stringify([
+            { group: "g", queue: "g.fifo", tenantConcurrency, rules: {} },
+          ]),
+        },
+      });
+    expect(() => laned(0)).toThrow(/DIRECT_GROUPS/);
+    expect(() => laned(1.5)).toThrow(/DIRECT_GROUPS/);
   });
 
   it("refuses an UNPUBLISHED_TYPES that is not a JSON array of types, naming it", () => {

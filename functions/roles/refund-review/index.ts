@@ -73,6 +73,7 @@ export const refundReviewModule = defineModule({
   deployment: {
     batchSize: 1,
     ...TENANT_FAIR_CONCURRENCY,
+    delivery: "relay",
     functionTimeoutSeconds: 120,
     // A write whose outcome stays unknown is handed to a person after 5 deliveries
     // (DEFAULT_MAX_UNKNOWN_ATTEMPTS); the queue must hand the step out at least that often.

@@ -107,10 +107,10 @@ export interface ConsumerGroupProps {
 
   /**
    * Most consumer invocations one tenant's events may hold at once, 1 to `maxConcurrency - 1`
-   * (FIFO groups delivered by the dispatch function): each tenant's events travel in that many
-   * message groups (lanes, an order key always in the same one), so another tenant's message
-   * never waits behind one tenant's backlog for an invocation. A tenant alone gets no more than
-   * that many; conversations sharing a lane wait for each other.
+   * (FIFO groups delivered by the dispatch function or the relay): each tenant's events travel in
+   * that many message groups (lanes, an order key always in the same one), so another tenant's
+   * message never waits behind one tenant's backlog for an invocation. A tenant alone gets no
+   * more than that many; conversations sharing a lane wait for each other.
    * @default - none: one message group per order key
    */
   readonly tenantConcurrency?: number;

@@ -29,12 +29,13 @@ export type Ordering = (typeof ORDERINGS)[number];
  *   `MessageGroupId`. Not verified in an account yet, and no emulator has it (the local runtime
  *   emulates it from the template).
  * - `relay`: the relay sends each stored event it reads from the events table's stream straight to
- *   the group's FIFO queue (MessageGroupId = order key, MessageDeduplicationId = event id), when
- *   the group's rule takes it: no bus event, buffer queue or dispatch function per stored event.
- *   What is not stored (a client's, the CLI's or the front door's PutEvents, the sweeper, heartbeats,
- *   `agentbus republish`, an archive replay) still takes the rule, buffer and dispatch function,
- *   whose rule leaves out the relay's own source. Not with `tenantConcurrency` or a
- *   `deliveryBatchingWindow`, which only the dispatch function applies.
+ *   the group's FIFO queue (MessageGroupId = order key, or the tenant's lane with
+ *   `tenantConcurrency`, as the dispatch function computes it; MessageDeduplicationId = event id),
+ *   when the group's rule takes it: no bus event, buffer queue or dispatch function per stored
+ *   event. What is not stored (a client's, the CLI's or the front door's PutEvents, the sweeper,
+ *   heartbeats, `agentbus republish`, an archive replay) still takes the rule, buffer and dispatch
+ *   function, whose rule leaves out the relay's own source. Not with a `deliveryBatchingWindow`,
+ *   which only a dispatch function or a pipe applies.
  * - `stream`: no bus, no rule, no buffer and no FIFO queue. The consumer reads the events table's
  *   stream itself, in batches, through an event source mapping that lets through only the INSERTs of
  *   the subscribed types (Lambda event filtering: what it drops is not billed). For groups that emit
@@ -208,8 +209,9 @@ export function groupSettingsProblems(settings: GroupSettings): string[] {
 }
 
 /**
- * `tenantConcurrency` needs a FIFO group delivered by the dispatch function (a Pipe can only copy
- * a field into the message group, not compute a lane), and must leave at least one of the group's
+ * `tenantConcurrency` needs a FIFO group delivered by the dispatch function or the relay, which
+ * both compute the lane (`messageGroupOf`; a Pipe or a subscriber can only copy a field into the
+ * message group), and must leave at least one of the group's
  * invocations to the other tenants.
  */
 function tenantConcurrencyProblems(settings: GroupSettings): (string | undefined)[] {
@@ -219,9 +221,9 @@ function tenantConcurrencyProblems(settings: GroupSettings): (string | undefined
     return [
       `tenantConcurrency ${lanes} needs ordering "fifo" (it bounds a tenant's message groups)`,
     ];
-  if (settings.delivery !== "dispatch-function")
+  if (settings.delivery !== "dispatch-function" && settings.delivery !== "relay")
     return [
-      `tenantConcurrency ${lanes} needs delivery "dispatch-function" (a ${settings.delivery} copies the order key into the message group and cannot compute a tenant's lane)`,
+      `tenantConcurrency ${lanes} needs delivery "dispatch-function" or "relay" (a ${settings.delivery} copies the order key into the message group and cannot compute a tenant's lane)`,
     ];
   return [
     integerProblem(

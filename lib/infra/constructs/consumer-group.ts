@@ -66,6 +66,8 @@ export class ConsumerGroup extends Construct {
   readonly groupName: string;
   readonly ordering: Ordering;
   readonly delivery: Delivery;
+  /** Its tenant lanes (`tenantConcurrency`), which its dispatch function or the relay computes. */
+  readonly tenantConcurrency?: number;
   /** The group's queue: FIFO (keyed by order key, de-duplicated by event id) or standard. */
   readonly queue: Queue;
   /** Dead-letter queue of `queue` (FIFO for a FIFO group); the consumer also sends permanent failures here. */
@@ -115,7 +117,7 @@ export class ConsumerGroup extends Construct {
     this.groupName = settings.groupName;
     this.ordering = settings.ordering;
     this.delivery = settings.delivery;
-
+    this.tenantConcurrency = settings.tenantConcurrency;
     const queues = createGroupQueues(this, settings, props.deadLetterQueue);
     this.queue = queues.queue;
     this.deadLetterQueue = queues.deadLetterQueue;

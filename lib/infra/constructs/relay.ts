@@ -238,8 +238,8 @@ export class Relay extends Construct {
   }
 
   /**
-   * The groups the relay delivers itself (`delivery: "relay"`): their FIFO queues' names and their
-   * rules' patterns in `DIRECT_GROUPS` (JSON, compressed past 1 KB: functions/core/packed-json.ts),
+   * The groups the relay delivers itself (`delivery: "relay"`): their FIFO queues' names, their
+   * tenant lanes (`tenantConcurrency`, when set) and their rules' patterns in `DIRECT_GROUPS` (JSON, compressed past 1 KB: functions/core/packed-json.ts),
    * and `sqs:SendMessage` (which SendMessageBatch needs) on exactly those queues. A queue is named,
    * not given by URL: its URL is the failure queue's with its own name, both queues of this stack
    * (same account and Region), so the value holds no token and packs. No resource of its own: a
@@ -251,6 +251,7 @@ export class Relay extends Construct {
     const value: DirectGroup[] = direct.map((g) => ({
       group: g.groupName,
       queue: queueNameOf(g.queue),
+      ...(g.tenantConcurrency === undefined ? {} : { tenantConcurrency: g.tenantConcurrency }),
       rules: g.relayRules ?? {},
     }));
     this.function.addEnvironment(DIRECT_GROUPS_ENV, packJson(value));
@@ -278,6 +279,8 @@ export class Relay extends Construct {
 export interface DirectlyDelivered {
   readonly groupName: string;
   readonly queue: IQueue;
+  /** Its tenant lanes, which the relay computes as its dispatch function does. */
+  readonly tenantConcurrency?: number;
   /** Its rules' patterns but their source, by topic, when the relay delivers it. */
   readonly relayRules?: Readonly<Record<string, unknown>>;
 }

@@ -30,7 +30,7 @@ export const conversationModule = defineModule({
   descriptor: conversation,
   entry: handlerBeside(import.meta.url),
   events: SUPPORT_EVENT_TYPES,
-  deployment: TENANT_FAIR_CONCURRENCY,
+  deployment: { ...TENANT_FAIR_CONCURRENCY, delivery: "relay" },
   settings: ConversationSettings,
   build: (_ports, settings) =>
     conversationRole({

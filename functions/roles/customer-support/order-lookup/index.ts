@@ -12,6 +12,7 @@ export const orderLookupModule = defineModule({
   events: SUPPORT_EVENT_TYPES,
   deployment: {
     ...TENANT_FAIR_CONCURRENCY,
+    delivery: "relay",
     attention: [STEP_FAILED_ATTENTION],
   },
   uses: { orders },

@@ -19,6 +19,7 @@ export const replyGenerationModule = defineModule({
   deployment: {
     batchSize: 1,
     ...TENANT_FAIR_CONCURRENCY,
+    delivery: "relay",
     functionTimeoutSeconds: 120,
     needs: { heartbeat: "visibility" },
     // A reply the output guard refused (./reply-guard.ts) raises `output-guard-refusals` too.

@@ -10,6 +10,6 @@ export const routerModule = defineModule({
   descriptor: ROUTER,
   entry: handlerBeside(import.meta.url),
   events: [...SUPPORT_EVENT_TYPES, ...REFUND_EVENT_TYPES],
-  deployment: TENANT_FAIR_CONCURRENCY,
+  deployment: { ...TENANT_FAIR_CONCURRENCY, delivery: "relay" },
   build: (ports) => routerRole({ context: conversationContextReader(ports.store) }),
 });

@@ -32,6 +32,7 @@ export const senderModule = defineModule({
   deployment: {
     batchSize: 1,
     ...TENANT_FAIR_CONCURRENCY,
+    delivery: "relay",
     // It escalates an outcome it cannot learn after MAX_UNKNOWN_ATTEMPTS (5); the queue must hand
     // the message out at least that often before dead-lettering it.
     maxReceiveCount: 8,
