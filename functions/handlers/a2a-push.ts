@@ -5,6 +5,7 @@ import type { AwsClient } from "../adapters/aws/client";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { envelopesFromStreamRecords } from "../adapters/dynamodb/stream";
 import { DynamoTaskPushConfigs } from "../adapters/dynamodb/task-push-configs";
+import { sleep } from "../core/batching";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventStore } from "../core/ports";
 import { systemClock } from "../core/runtime";
@@ -62,7 +63,7 @@ export function createA2aPushHandler(options: A2aPushHandlerOptions = {}): A2aPu
       options.configs ??
       new DynamoTaskPushConfigs({ client: dynamodb, tableName: env.STATE_TABLE }),
     clock: options.clock ?? systemClock,
-    sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    sleep: options.sleep ?? sleep,
     ...(options.post ? { post: options.post } : {}),
   };
   const settings = {

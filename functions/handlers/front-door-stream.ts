@@ -8,6 +8,7 @@ import { DynamoContentStore } from "../adapters/dynamodb/content";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { DynamoTaskPushConfigs } from "../adapters/dynamodb/task-push-configs";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
+import { sleep as wait } from "../core/batching";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventStore } from "../core/ports";
 import { systemClock, ulidSource } from "../core/runtime";
@@ -144,7 +145,7 @@ export function createFrontDoorStreamHandler(
   const dynamo = new DynamoConsumerStore({ client: dynamodb, tables });
   const store = options.store ?? dynamo;
   const events = options.events ?? eventsOf(rawEnv, dynamo, { dynamodb, kms: options.kms }, clock);
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep = options.sleep ?? wait;
   const a2a = a2aOf(env, options, { store, events, clock, sleep, dynamodb, observed });
   return async (event, respond) => {
     const request = requestOf(event);
