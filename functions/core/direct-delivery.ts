@@ -156,3 +156,17 @@ function deliveryFailed(
     },
   );
 }
+
+/**
+ * The FIFO message a group whose rule takes the event gets, built as its dispatch function would
+ * build it (`fifoMessageOf`: its message group or tenant lane, the event id as deduplication id);
+ * undefined when its rule does not take it. What a consumer's heartbeat sends a group straight to
+ * its queue, as the relay sends stored events (./heartbeat-routes.ts).
+ */
+export function directMessageOf(
+  group: DirectGroup,
+  event: PlacedEvent,
+): Omit<FifoMessage, "id"> | undefined {
+  if (!takes(group, event)) return undefined;
+  return fifoMessageOf(event.envelope, group.tenantConcurrency);
+}

@@ -1,6 +1,27 @@
+import { TOPICS } from "../../schemas";
 import * as z from "../../schemas/zod";
+import { HEARTBEAT_TARGETS_ENV } from "../core/heartbeat-routes";
 import { DEFAULT_MODEL_BUDGETS, type ModelBudgets } from "../core/model-guard";
+import { packedJsonText } from "../core/packed-json";
 import { retentionDays } from "../core/retention";
+
+/**
+ * A group whose queue a function sends to straight, as the stack names it (../core/direct-delivery.ts
+ * `DirectGroup`): the relay's `DIRECT_GROUPS`, a beating consumer's `HEARTBEAT_TARGETS`.
+ */
+export const DirectGroupJson = z.object({
+  group: z.string().check(z.minLength(1)),
+  /** The queue's name: its URL is that of a queue the function knows, with this name. */
+  queue: z.string().check(z.minLength(1)),
+  /** The group's tenant lanes (`tenantConcurrency`), when it has them. */
+  tenantConcurrency: z.optional(z.number().check(z.int(), z.minimum(1))),
+  rules: z.partialRecord(z.enum(TOPICS), z.unknown()),
+});
+
+/** The URL of the queue named `name` beside the queue at `url` (same account and Region). */
+export function queueUrlBeside(url: string, name: string): string {
+  return `${url.slice(0, url.lastIndexOf("/") + 1)}${name}`;
+}
 
 export const ConsumerEnv = z.object({
   GROUP_NAME: z.string().check(z.minLength(1)),
@@ -31,8 +52,21 @@ export const ConsumerEnv = z.object({
     z.coerce.number().check(z.int(), z.minimum(1), z.maximum(43_200)),
     300,
   ),
-  /** The events topic's bus, where heartbeats are published. */
+  /**
+   * The events topic's bus, where heartbeats are published: set only when a group fed by the bus
+   * takes one (../core/heartbeat-routes.ts).
+   */
   EVENTS_BUS_NAME: z.optional(z.string().check(z.minLength(1))),
+  /**
+   * The groups heartbeats are sent to straight, each queue beside QUEUE_URL: JSON (compressed
+   * when long), an array of { group, queue, tenantConcurrency?, rules, unordered? }, from the stack.
+   */
+  [HEARTBEAT_TARGETS_ENV]: z.optional(
+    packedJsonText(
+      z.array(z.extend(DirectGroupJson, { unordered: z.optional(z.literal(true)) })),
+      "a JSON array of { group, queue, tenantConcurrency?, rules, unordered? }",
+    ),
+  ),
   /**
    * "true" while a stack that kept checkpoints in rows of the inbox table upgrades: the event
    * store reads those rows too (DynamoEventStoreOptions.legacyCheckpoints).

@@ -1,14 +1,21 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { SQSRecord } from "aws-lambda";
+import type { Envelope } from "../../schemas";
 import type { AwsClient } from "../adapters/aws/client";
+import { SendMessage } from "../adapters/aws/operations";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { extendVisibility } from "../adapters/sqs/visibility";
 import { buildHeartbeat } from "../core/emit";
 import { describe } from "../core/errors";
+import {
+  HEARTBEAT_TARGETS_ENV,
+  type HeartbeatSend,
+  heartbeatSendsOf,
+} from "../core/heartbeat-routes";
 import type { ConsumerDeps } from "../core/ports";
 import type { Role } from "../core/role";
 import { containerAwsClient } from "./aws";
-import type { ConsumerEnv } from "./env";
+import { type ConsumerEnv, queueUrlBeside } from "./env";
 import type { Observability } from "./observe";
 import { receiveCountOf } from "./retry";
 
@@ -29,11 +36,12 @@ export type WithHeartbeat = <T>(
 
 /**
  * Heartbeat (`HEARTBEAT_SECONDS` > 0): when a record enters the pipeline, the role's
- * `heartbeat(event, receiveCount)` message (its `first` message when it has one), if it has one, is published
- * to `EVENTS_BUS_NAME` at once: the acknowledgement that the work has started (seed 001 §2: the
+ * `heartbeat(event, receiveCount)` message (its `first` message when it has one), if it has one, is sent
+ * at once (`deliveryOf`: straight to the queues of the groups that take it, and to the events bus
+ * when a group fed by the bus takes it): the acknowledgement that the work has started (seed 001 §2: the
  * orchestrator's lease of the node runs from here, not from when the request was queued; a
  * content agent acknowledges with `node.started`). Then every that many seconds the
- * message visibility is set to `VISIBILITY_TIMEOUT_SECONDS` again and the heartbeat is published
+ * message visibility is set to `VISIBILITY_TIMEOUT_SECONDS` again and the heartbeat is sent
  * again. A heartbeat that fails is logged and never fails the record; the timer stops when the
  * record is settled.
  */
@@ -62,22 +70,12 @@ export function heartbeatFor<S>(role: Role<S>, wiring: HeartbeatWiring): WithHea
 
 /**
  * One beat: extend the record's visibility (unless `extend` is false: the record was just
- * received) and publish the role's heartbeat; never throws.
+ * received) and deliver the role's heartbeat (`deliveryOf`); never throws.
  */
 function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
   const { env, sqs, deps } = wiring;
-  const { logger, metrics, tracer } = wiring.observability;
-  if (role.heartbeat && !env.EVENTS_BUS_NAME)
-    logger.warn(
-      "HEARTBEAT_SECONDS is set but EVENTS_BUS_NAME is not: heartbeats extend the message visibility only",
-    );
-  const publisher =
-    role.heartbeat && env.EVENTS_BUS_NAME
-      ? new EventBridgePublisher({
-          client: tracer.capture(wiring.eventbridge ?? containerAwsClient()),
-          buses: { events: env.EVENTS_BUS_NAME },
-        })
-      : undefined;
+  const { logger, metrics } = wiring.observability;
+  const deliver = role.heartbeat ? deliveryOf(wiring) : undefined;
   return async (record: SQSRecord, raw: unknown, { extend }: { extend: boolean }) => {
     if (extend)
       await extendVisibility(
@@ -88,7 +86,7 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
       ).catch((e: unknown) =>
         logger.warn("heartbeat: could not extend the message visibility", { error: describe(e) }),
       );
-    if (!publisher || !role.heartbeat) return;
+    if (!deliver || !role.heartbeat) return;
     try {
       const parsed = deps.registry.parse(raw);
       // The beats report on this processing attempt of the record: its receive count.
@@ -102,12 +100,56 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
         logger.warn("heartbeat: not on the events topic", { event_type: envelope.event_type });
         return;
       }
-      const failures = await publisher.publish("events", [envelope]);
-      if (failures.length > 0)
-        logger.warn("heartbeat: not published", { failures: failures.map((f) => f.code) });
-      else metrics.addMetric("Heartbeat", MetricUnit.Count, 1);
+      if (await deliver(envelope)) metrics.addMetric("Heartbeat", MetricUnit.Count, 1);
     } catch (e) {
       logger.warn("heartbeat: could not publish", { error: describe(e) });
     }
+  };
+}
+
+/**
+ * What delivers a heartbeat (../core/heartbeat-routes.ts): straight to the queue of each group of
+ * `HEARTBEAT_TARGETS` whose rule takes it (one SendMessage each, the queues beside QUEUE_URL),
+ * and onto `EVENTS_BUS_NAME` when the stack names it (a group fed by the bus takes heartbeats).
+ * Whether it all went out; what failed is logged. None when neither is set.
+ */
+function deliveryOf(wiring: HeartbeatWiring) {
+  const { env, sqs } = wiring;
+  const { logger, tracer } = wiring.observability;
+  const targets = env[HEARTBEAT_TARGETS_ENV] ?? [];
+  const publisher = env.EVENTS_BUS_NAME
+    ? new EventBridgePublisher({
+        client: tracer.capture(wiring.eventbridge ?? containerAwsClient()),
+        buses: { events: env.EVENTS_BUS_NAME },
+      })
+    : undefined;
+  if (!publisher && targets.length === 0) {
+    logger.warn(
+      `HEARTBEAT_SECONDS is set but neither EVENTS_BUS_NAME nor ${HEARTBEAT_TARGETS_ENV} is: heartbeats extend the message visibility only`,
+    );
+    return undefined;
+  }
+  const send = async ({ target, message }: HeartbeatSend): Promise<boolean> => {
+    try {
+      await sqs.send(
+        SendMessage({
+          QueueUrl: queueUrlBeside(env.QUEUE_URL, target.queue),
+          MessageBody: message.body,
+          MessageGroupId: message.groupId,
+          MessageDeduplicationId: message.deduplicationId,
+        }),
+      );
+      return true;
+    } catch (e) {
+      logger.warn("heartbeat: not sent", { group: target.group, error: describe(e) });
+      return false;
+    }
+  };
+  return async (envelope: Envelope): Promise<boolean> => {
+    const sent = await Promise.all(heartbeatSendsOf(targets, envelope).map(send));
+    const failures = publisher ? await publisher.publish("events", [envelope]) : [];
+    if (failures.length > 0)
+      logger.warn("heartbeat: not published", { failures: failures.map((f) => f.code) });
+    return failures.length === 0 && sent.every(Boolean);
   };
 }

@@ -33,6 +33,7 @@ import {
   UNPUBLISHED_TYPES_ENV,
 } from "../core/relay";
 import { containerAwsClient, containerEventBridgeV2Client } from "./aws";
+import { DirectGroupJson } from "./env";
 import { MESSAGING_SYSTEMS, tracedFifoSender, tracedPublisher } from "./hop-spans";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
@@ -68,17 +69,9 @@ export const RelayEnv = z
      * rules: topic -> pattern }, from the stack.
      */
     [DIRECT_GROUPS_ENV]: z.optional(
+      // Each FIFO queue's URL is RELAY_FAILURE_QUEUE_URL's with its name.
       packedJsonText(
-        z.array(
-          z.object({
-            group: z.string().check(z.minLength(1)),
-            /** The FIFO queue's name: its URL is RELAY_FAILURE_QUEUE_URL's with this name. */
-            queue: z.string().check(z.minLength(1)),
-            /** The group's tenant lanes (`tenantConcurrency`), when it has them. */
-            tenantConcurrency: z.optional(z.number().check(z.int(), z.minimum(1))),
-            rules: z.partialRecord(z.enum(TOPICS), z.unknown()),
-          }),
-        ),
+        z.array(DirectGroupJson),
         "a JSON array of { group, queue, tenantConcurrency?, rules }",
       ),
     ),

@@ -11,6 +11,8 @@ import {
 import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import type { WorkflowDefinition } from "../../functions/core/dag/definition";
+import { HEARTBEAT_TARGETS_ENV } from "../../functions/core/heartbeat-routes";
+import { packJson } from "../../functions/core/packed-json";
 import {
   stackWorkflowProblems,
   WORKFLOWS_ENV,
@@ -58,6 +60,7 @@ import {
   type TraceIndexUpgrade,
 } from "./constructs/tables";
 import { Topic, type TopicName } from "./constructs/topic";
+import { type HeartbeatRoutes, heartbeatRoutesOf } from "./heartbeat-targets";
 import { HUB_INTEGRATIONS } from "./hub-integrations";
 import type { AnyIntegrationInfra, IntegrationUser } from "./integration-infra";
 import { outputId } from "./output-ids";
@@ -541,10 +544,12 @@ export class AgentBusStack extends Stack {
 
   private wireHeartbeats(props: AgentBusStackProps, needs: (g: ConsumerGroup) => GroupNeeds): void {
     const events = this.topics.get("events");
+    const routes = events && heartbeatRoutesOf(this.groups);
     for (const group of this.groups) {
       const heartbeat = needs(group).heartbeat;
       if (heartbeat === "visibility") this.heartbeat(group, props);
-      if (heartbeat === "events" && events) this.heartbeat(group, props, events);
+      if (heartbeat === "events" && events && routes)
+        this.heartbeat(group, props, { events, routes });
     }
   }
 
@@ -591,17 +596,28 @@ export class AgentBusStack extends Stack {
 
   /**
    * Turn on a model-calling group's heartbeat: `HEARTBEAT_SECONDS` and its queue's visibility
-   * timeout; with `events`, also the bus its role's heartbeat messages go to and PutEvents on it.
+   * timeout; with `beats`, also where its role's heartbeat messages go (./heartbeat-targets.ts):
+   * the groups' queues they are sent to straight (`HEARTBEAT_TARGETS`, sqs:SendMessage on exactly
+   * those queues), and the events bus (PutEvents on it) only when a group fed by the bus takes one.
    */
-  private heartbeat(group: ConsumerGroup, props: AgentBusStackProps, events?: Topic): void {
+  private heartbeat(
+    group: ConsumerGroup,
+    props: AgentBusStackProps,
+    beats?: { events: Topic; routes: HeartbeatRoutes },
+  ): void {
     const seconds = (props.agentHeartbeat ?? DEFAULT_AGENT_HEARTBEAT).toSeconds();
     const visibility = (group.queue.node.defaultChild as CfnQueue).visibilityTimeout;
     if (seconds <= 0 || visibility === undefined) return;
     group.consumer.addEnvironment("HEARTBEAT_SECONDS", String(seconds));
     group.consumer.addEnvironment("VISIBILITY_TIMEOUT_SECONDS", String(visibility));
-    if (!events) return;
-    group.consumer.addEnvironment("EVENTS_BUS_NAME", events.busName);
-    events.grantPutEvents(group.consumer);
+    if (!beats) return;
+    const { targets, viaBus } = beats.routes;
+    if (targets.length > 0)
+      group.consumer.addEnvironment(HEARTBEAT_TARGETS_ENV, packJson(targets.map((t) => t.target)));
+    for (const target of targets) target.group.queue.grant(group.consumer, "sqs:SendMessage");
+    if (!viaBus) return;
+    group.consumer.addEnvironment("EVENTS_BUS_NAME", beats.events.busName);
+    beats.events.grantPutEvents(group.consumer);
   }
 
   /** The deployed topic of that name. */

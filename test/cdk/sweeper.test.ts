@@ -1,8 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { HEARTBEAT_TARGETS_ENV } from "../../functions/core/heartbeat-routes";
+import { packedJsonText } from "../../functions/core/packed-json";
 import { stepRolesOf } from "../../functions/core/steps";
 import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
 import { ROLE_MODULES } from "../../functions/roles/modules";
+import * as z from "../../schemas/zod";
 import {
+  allowedOn,
   functionsOfKind,
   getAtt,
   ofGroup,
@@ -121,22 +125,59 @@ describe("lease sweeper", () => {
 });
 
 describe("heartbeat and queue depth", () => {
-  it("content agents heartbeat every 20 s to the queue's visibility timeout and may put events on the events bus only", () => {
-    const events = busNamed("events");
+  it("content agents heartbeat every 20 s to the queue's visibility timeout, straight to the orchestrator's and the audit group's queues, not on the bus", () => {
+    const queueNamed = (group: string) =>
+      single(template, "AWS::SQS::Queue", (q) => q.id === queueOfGroup(group));
+    const orchestratorQueue = queueNamed("orchestrator");
+    const auditQueue = queueNamed("audit");
     for (const role of CONTENT_ROLES) {
       const fn = consumerOf(role);
       const variables = env(fn);
-      const queue = single(template, "AWS::SQS::Queue", (q) => q.id === queueOfGroup(role));
       expect(variables.HEARTBEAT_SECONDS, role).toBe("20");
       expect(variables.VISIBILITY_TIMEOUT_SECONDS, role).toBe(
-        String(queue.Properties.VisibilityTimeout),
+        String(queueNamed(role).Properties.VisibilityTimeout),
       );
-      expect(variables.EVENTS_BUS_NAME, role).toEqual(getAtt(events.id, "Name"));
-      const putEvents = actionsOn(statementsOf(template, fn), "events:");
+      // No group fed by the bus takes a heartbeat: nothing goes on the bus.
+      expect(variables.EVENTS_BUS_NAME, role).toBeUndefined();
+      expect(actionsOn(statementsOf(template, fn), "events:"), role).toEqual([]);
+      const targets = packedJsonText(
+        z.array(z.looseObject({ group: z.string(), queue: z.string() })),
+        HEARTBEAT_TARGETS_ENV,
+      ).parse(variables[HEARTBEAT_TARGETS_ENV]);
+      const beats = expect.arrayContaining(["node.started", "node.heartbeat"]);
       expect(
-        putEvents.flatMap((s) => s.Resource),
+        targets.sort((a, b) => a.group.localeCompare(b.group)),
         role,
-      ).toEqual([getAtt(events.id, "Arn")]);
+      ).toEqual([
+        {
+          group: "audit",
+          queue: auditQueue.Properties.QueueName,
+          rules: { events: { "detail-type": beats, detail: { aggregate: { version: [0] } } } },
+          unordered: true,
+        },
+        {
+          group: "orchestrator",
+          queue: orchestratorQueue.Properties.QueueName,
+          rules: { events: { "detail-type": beats } },
+        },
+      ]);
+      // sqs:SendMessage on exactly those two queues besides its own (its dead-letter queue).
+      const statements = statementsOf(template, fn);
+      const sendable = resources(template, "AWS::SQS::Queue").filter((q) =>
+        allowedOn(statements, getAtt(q.id, "Arn")).has("sqs:SendMessage"),
+      );
+      expect(
+        sendable.map((q) => q.id),
+        role,
+      ).toEqual(expect.arrayContaining([orchestratorQueue.id, auditQueue.id]));
+      expect(
+        sendable.filter((q) => q.Metadata?.["agentbus:group"] !== role).map((q) => q.id),
+        role,
+      ).toEqual(expect.arrayContaining([orchestratorQueue.id, auditQueue.id]));
+      expect(
+        sendable.filter((q) => q.Metadata?.["agentbus:group"] !== role),
+        role,
+      ).toHaveLength(2);
     }
     // No other consumer heartbeats or publishes.
     for (const group of ["task-projection", "audit", "orchestrator"]) {

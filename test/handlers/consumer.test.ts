@@ -701,6 +701,96 @@ describe("heartbeat", () => {
     bus.client.destroy();
   });
 
+  it("a heartbeat goes straight to the queues of the groups whose rules take it, as their dispatch function sends it, and onto the bus only when the stack names it", async () => {
+    const { url, envelope, record } = await received("hc-beat-direct");
+    const orchestratorUrl = await fifoQueue("hc-beat-orchestrator");
+    const auditUrl = await createQueue(sqs, `hc-beat-audit-${suffix}`);
+    queues.push(auditUrl);
+    const nameOf = (u: string) => u.slice(u.lastIndexOf("/") + 1);
+    const beats = { "detail-type": ["node.started", "node.heartbeat"] };
+    const targets = [
+      { group: "orchestrator", queue: nameOf(orchestratorUrl), rules: { events: beats } },
+      {
+        group: "audit",
+        queue: nameOf(auditUrl),
+        rules: { events: { ...beats, detail: { aggregate: { version: [0] } } } },
+        unordered: true,
+      },
+      // Its rule does not take node.heartbeat: it gets nothing (its queue does not even exist).
+      {
+        group: "run-board",
+        queue: "hc-no-such-queue.fifo",
+        rules: { events: { "detail-type": ["node.started"] } },
+      },
+    ];
+    const bus = fakeEventBridge();
+    const options = (env: Record<string, string>) => ({
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(sqs),
+      eventbridge: fromSdk(bus.client),
+      env: consumerEnv({
+        QUEUE_URL: url,
+        HEARTBEAT_SECONDS: "5",
+        HEARTBEAT_TARGETS: JSON.stringify(targets),
+        ...env,
+      }),
+    });
+    const handler = createConsumerHandler(slowRole(50), options({}));
+    expect((await handler(sqsEvent([record]))).batchItemFailures).toEqual([]);
+    expect(bus.puts).toEqual([]);
+    const [fifo] = await receive(orchestratorUrl, 30);
+    const beat = JSON.parse(fifo?.Body ?? "{}") as Envelope;
+    expect(beat).toMatchObject({
+      event_type: "node.heartbeat",
+      causation_id: envelope.event_id,
+      aggregate: { type: "dag_run", id: "run_beat1", version: 0 },
+    });
+    expect(fifo?.Attributes?.MessageGroupId).toBe(beat.order_key);
+    expect(fifo?.Attributes?.MessageDeduplicationId).toBe(beat.event_id);
+    const [kept] = await receive(auditUrl, 30);
+    expect(JSON.parse(kept?.Body ?? "{}")).toEqual(beat);
+
+    // A group fed by the bus takes heartbeats too (EVENTS_BUS_NAME set): published there as well.
+    const again = await received("hc-beat-both");
+    const both = createConsumerHandler(
+      slowRole(50),
+      options({ QUEUE_URL: again.url, EVENTS_BUS_NAME: "agentbus-test-events" }),
+    );
+    expect((await both(sqsEvent([again.record]))).batchItemFailures).toEqual([]);
+    const published = JSON.parse(bus.puts[0]?.Entries?.[0]?.Detail ?? "{}") as Envelope;
+    expect(published.causation_id).toBe(again.envelope.event_id);
+    const [second] = await receive(orchestratorUrl, 30);
+    expect((JSON.parse(second?.Body ?? "{}") as Envelope).event_id).toBe(published.event_id);
+    bus.client.destroy();
+  });
+
+  it("a heartbeat a group's queue refuses is logged and never fails the record; the other groups still get it", async () => {
+    const { url, record } = await received("hc-beat-refused");
+    const auditUrl = await createQueue(sqs, `hc-beat-kept-${suffix}`);
+    queues.push(auditUrl);
+    const rules = { events: { "detail-type": ["node.heartbeat"] } };
+    const handler = createConsumerHandler(slowRole(50), {
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(sqs),
+      env: consumerEnv({
+        QUEUE_URL: url,
+        HEARTBEAT_SECONDS: "5",
+        HEARTBEAT_TARGETS: JSON.stringify([
+          { group: "gone", queue: `hc-beat-gone-${suffix}.fifo`, rules },
+          {
+            group: "audit",
+            queue: auditUrl.slice(auditUrl.lastIndexOf("/") + 1),
+            rules,
+            unordered: true,
+          },
+        ]),
+      }),
+    });
+    expect((await handler(sqsEvent([record]))).batchItemFailures).toEqual([]);
+    const [kept] = await receive(auditUrl, 30);
+    expect((JSON.parse(kept?.Body ?? "{}") as Envelope).event_type).toBe("node.heartbeat");
+  });
+
   it("a failing heartbeat is logged and never fails the record; no heartbeat without HEARTBEAT_SECONDS", async () => {
     const failing = await received("hc-beat-fail");
     const { client, visibility } = spiedSqs();

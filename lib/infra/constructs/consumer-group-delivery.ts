@@ -105,6 +105,9 @@ export function rulePatternOf(
   };
 }
 
+/** A group's pattern on one topic but its source (`rulePatternOf`). */
+export type RulePattern = ReturnType<typeof rulePatternOf>;
+
 /**
  * A "relay" group's rule patterns but their source, by topic: what the relay matches the stored
  * events it sends the group against (Relay.deliverTo); undefined for any other delivery.
@@ -114,6 +117,24 @@ export function relayRulesOf(
   settings: ConsumerGroupSettings,
 ): Record<string, unknown> | undefined {
   if (settings.delivery !== "relay") return undefined;
+  return Object.fromEntries(
+    subscriptions.map((s) => [
+      s.topic.topicName,
+      rulePatternOf(s.eventTypes, settings.unsequencedOnly),
+    ]),
+  );
+}
+
+/**
+ * A group's rule patterns but their source, by topic (`rulePatternOf`), whatever carries them (a
+ * rule, a new bus's subscriber); none for a group that reads the events table's stream. The stack
+ * matches heartbeat types against them (../heartbeat-targets.ts).
+ */
+export function rulePatternsOf(
+  subscriptions: readonly ConsumerGroupSubscription[],
+  settings: ConsumerGroupSettings,
+): Record<string, RulePattern> {
+  if (settings.delivery === "stream") return {};
   return Object.fromEntries(
     subscriptions.map((s) => [
       s.topic.topicName,

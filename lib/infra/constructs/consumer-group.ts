@@ -14,7 +14,9 @@ import {
   addStreamEventSource,
   createDeliveryHop,
   createRules,
+  type RulePattern,
   relayRulesOf,
+  rulePatternsOf,
 } from "./consumer-group-delivery";
 import {
   alarmsOf,
@@ -94,6 +96,11 @@ export class ConsumerGroup extends Construct {
    * which the relay matches the stored events it sends to `queue` itself (Relay.deliverTo).
    */
   readonly relayRules?: Readonly<Record<string, unknown>>;
+  /**
+   * Topic -> the pattern its messages are matched against on that topic's bus (a rule's or a
+   * subscriber's) but their source; empty for a group that reads the events table's stream.
+   */
+  readonly rulePatterns: Readonly<Record<string, RulePattern>>;
   readonly consumer: AgentBusFunction;
   /** The model the consumer calls, if it calls one. */
   get model(): ModelSetting | undefined {
@@ -124,6 +131,7 @@ export class ConsumerGroup extends Construct {
     this.bufferQueue = queues.bufferQueue;
     this.bufferDeadLetterQueue = queues.bufferDeadLetterQueue;
     this.deadLetterQueues = deadLetterQueuesOf(queues);
+    this.rulePatterns = rulePatternsOf(props.subscriptions, settings);
 
     if (settings.delivery === "stream") {
       this.rules = []; // Read from the events table's stream by the consumer itself: no hop.

@@ -286,7 +286,7 @@ export interface DirectlyDelivered {
 }
 
 /** The physical name of a queue of the stack (they are all named at synth: no token). */
-function queueNameOf(queue: IQueue): string {
+export function queueNameOf(queue: IQueue): string {
   const name = (queue.node.defaultChild as CfnQueue | undefined)?.queueName;
   if (!name || Token.isUnresolved(name))
     throw new Error(`relay: the queue ${queue.node.path} has no name known at synth`);
