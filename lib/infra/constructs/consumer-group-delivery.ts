@@ -109,26 +109,10 @@ export function rulePatternOf(
 export type RulePattern = ReturnType<typeof rulePatternOf>;
 
 /**
- * A "relay" group's rule patterns but their source, by topic: what the relay matches the stored
- * events it sends the group against (Relay.deliverTo); undefined for any other delivery.
- */
-export function relayRulesOf(
-  subscriptions: readonly ConsumerGroupSubscription[],
-  settings: ConsumerGroupSettings,
-): Record<string, unknown> | undefined {
-  if (settings.delivery !== "relay") return undefined;
-  return Object.fromEntries(
-    subscriptions.map((s) => [
-      s.topic.topicName,
-      rulePatternOf(s.eventTypes, settings.unsequencedOnly),
-    ]),
-  );
-}
-
-/**
  * A group's rule patterns but their source, by topic (`rulePatternOf`), whatever carries them (a
  * rule, a new bus's subscriber); none for a group that reads the events table's stream. The stack
- * matches heartbeat types against them (../heartbeat-targets.ts).
+ * matches heartbeat types against them (../heartbeat-targets.ts); a "relay" group's are what the
+ * relay matches the stored events it sends the group against (Relay.deliverTo).
  */
 export function rulePatternsOf(
   subscriptions: readonly ConsumerGroupSubscription[],

@@ -15,7 +15,6 @@ import {
   createDeliveryHop,
   createRules,
   type RulePattern,
-  relayRulesOf,
   rulePatternsOf,
 } from "./consumer-group-delivery";
 import {
@@ -92,15 +91,17 @@ export class ConsumerGroup extends Construct {
   /** The subscribers' delivery role: send on the FIFO queue and its dead-letter queue. */
   readonly subscriberRole?: Role;
   /**
-   * `delivery: "relay"`: topic -> the pattern of the group's rule on it but its source, against
-   * which the relay matches the stored events it sends to `queue` itself (Relay.deliverTo).
-   */
-  readonly relayRules?: Readonly<Record<string, unknown>>;
-  /**
    * Topic -> the pattern its messages are matched against on that topic's bus (a rule's or a
    * subscriber's) but their source; empty for a group that reads the events table's stream.
    */
   readonly rulePatterns: Readonly<Record<string, RulePattern>>;
+  /**
+   * `delivery: "relay"`: topic -> the pattern of the group's rule on it but its source, against
+   * which the relay matches the stored events it sends to `queue` itself (Relay.deliverTo).
+   */
+  get relayRules(): Readonly<Record<string, RulePattern>> | undefined {
+    return this.delivery === "relay" ? this.rulePatterns : undefined;
+  }
   readonly consumer: AgentBusFunction;
   /** The model the consumer calls, if it calls one. */
   get model(): ModelSetting | undefined {
@@ -149,7 +150,6 @@ export class ConsumerGroup extends Construct {
       this.subscriberRole = delivery.role;
     } else {
       this.rules = createRules(this, props.subscriptions, settings, queues);
-      this.relayRules = relayRulesOf(props.subscriptions, settings);
       const hop = createDeliveryHop(this, settings, queues, props.tables.inbox);
       this.dispatcher = hop.dispatcher;
       this.pipe = hop.pipe;
