@@ -192,6 +192,28 @@ describe("an A2A workflow node whose remote task is still working", () => {
     expect(server.received).toHaveLength(1);
   });
 
+  it("a person's refusal of the wait fails the node, and sends nothing again", async () => {
+    const { bus, server } = await billingBus({ waits: true, declaration: slow });
+    server.workPolls = 100;
+    const runId = `run_${ulid()}`;
+    bus.start(runId, "billed-news");
+    await bus.drain();
+    expect(bus.state(runId).leases?.billing?.blocked?.question).toMatch(/is working/);
+    bus.send(
+      bus.command("workflow.confirm.requested", runId, {
+        node_id: "billing",
+        answer: "refused",
+        requested_by: "ops@example.com",
+      }),
+    );
+    await bus.drain();
+    const failed = bus.emitted("step.failed")[0]?.payload as StepFailed;
+    expect(failed.error).toMatchObject({ code: "step.wait_refused", errorClass: "business" });
+    expect(failed.error.message).toContain("ops@example.com");
+    expect(bus.state(runId).run.nodes.billing?.state).toBe("FAILED");
+    expect(server.received).toHaveLength(1);
+  });
+
   it("in a role that does not wait, a task still working stays unknown as before", async () => {
     const { bus, server } = await billingBus({ declaration: { ...slow, maxUnknownAttempts: 2 } });
     server.workPolls = 100;
