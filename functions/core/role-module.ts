@@ -1,11 +1,18 @@
 import { defineEventType, type EventTypeDefinition } from "../../schemas";
-import { STEP_COMPLETED, STEP_FAILED, stepCommandDefinitions } from "../../schemas/events/step";
+import { stepCommandDefinitions } from "../../schemas/events/step";
 import type * as z from "../../schemas/zod";
 import type { AttentionRule } from "./attention";
 import type { IntegrationUses, RolePorts } from "./integration";
 import { parseEnv } from "./parse-env";
 import type { Role, RoleDescriptor } from "./role";
-import { type StepHandler, stateOfWithSteps, stepRole, stepRunOf, withSteps } from "./step-role";
+import {
+  type StepHandler,
+  stateOfWithSteps,
+  stepRole,
+  stepRoleEmits,
+  stepRunOf,
+  withSteps,
+} from "./step-role";
 import { type StepDeclaration, type StepRoleEntry, stepEntryOf, stepTypesOf } from "./steps";
 import { DAG_RUN_AGGREGATE } from "./sweeper";
 
@@ -173,7 +180,8 @@ function withModuleSteps<Settings, Uses extends IntegrationUses>(
   const { descriptor } = module;
   const group = descriptor.group;
   if (!steps.types)
-    for (const definition of stepCommandDefinitions(group)) defineEventType(definition);
+    for (const definition of stepCommandDefinitions(group, steps.waits))
+      defineEventType(definition);
   const types = stepTypesOf(group, steps);
   const needs = {
     ...module.deployment.needs,
@@ -192,7 +200,7 @@ function withModuleSteps<Settings, Uses extends IntegrationUses>(
       );
     return { ...module, deployment };
   }
-  const stepTypes = [types.requested, types.cancel];
+  const stepTypes = [types.requested, types.cancel, ...(types.confirm ? [types.confirm] : [])];
   const stateOf = stepsOnly ? stepRunOf : stateOfWithSteps(stepTypes, descriptor.stateOf);
   return {
     ...module,
@@ -201,7 +209,7 @@ function withModuleSteps<Settings, Uses extends IntegrationUses>(
       stateOf,
       subscriptions: [...descriptor.subscriptions, ...stepTypes],
       sharedStreams: [...new Set([...(descriptor.sharedStreams ?? []), DAG_RUN_AGGREGATE])],
-      emits: [...(descriptor.emits ?? []), STEP_COMPLETED, STEP_FAILED],
+      emits: [...(descriptor.emits ?? []), ...stepRoleEmits(types)],
     },
     deployment,
     build: (ports, settings) =>

@@ -1,9 +1,14 @@
 import { type AggregateRef, type Envelope, letterDigest } from "../../schemas";
-import type { NodeStarted } from "../../schemas/events/agent-run";
+import type {
+  NodeBlocked,
+  NodeConfirmRequested,
+  NodeStarted,
+} from "../../schemas/events/agent-run";
 import type { LoopRef, MapItemRef } from "../../schemas/events/fields";
 import {
   STEP_COMPLETED,
   STEP_FAILED,
+  type StepCommandTypes,
   type StepCompleted,
   type StepFailed,
   type StepRequested,
@@ -19,7 +24,7 @@ import {
   discardCancelled,
 } from "./cancel-look-ahead";
 import type { HeartbeatSpec } from "./emit";
-import { describe, type ErrorInfo, PermanentError } from "./errors";
+import { describe, type ErrorInfo, PermanentError, UnknownOutcomeError } from "./errors";
 import type { StateSummary } from "./ports";
 import type { DecideContext, Decision, Role } from "./role";
 import { type StepDeclaration, stepTypesOf } from "./steps";
@@ -54,6 +59,17 @@ import { DAG_RUN_AGGREGATE } from "./sweeper";
  *   stores the step run CANCELLED, so the request, if it comes again, is discarded too.
  * While the handler works, the consumer publishes `node.started`, then `node.heartbeat`s that
  * extend the node's lease (the group's `needs.heartbeat` is "events").
+ *
+ * A step that waits for outside work it started (a role that declares `waits`; `a2aStep`'s remote
+ * task still working): the handler throws StepWaiting with the work's next poll. The step run is
+ * stored BLOCKED (no answer) and `node.blocked` tells the orchestrator, `confirm_by` the poll's
+ * time: the node's lease runs to it (plus the role's lease), and when it passes the sweeper's
+ * `node.confirm.expired` makes the orchestrator send the role its confirmation
+ * (`<stem>.node.confirm.requested`, `timed_out`), with the assignment's input again. The role
+ * runs the handler again on it, which polls the work (never starts it again: the ledger's record
+ * keeps its id) and completes, fails, or waits again. A person may answer the BLOCKED node
+ * (`agentbus workflow confirm`): confirmed polls now, refused fails the node
+ * (`step.wait_refused`). A request again for a BLOCKED assignment polls too; a cancel ends it.
  */
 
 export const STEP_RUN_AGGREGATE = "step_run";
@@ -75,6 +91,8 @@ export interface StepContext {
   readonly now: Date;
   /** How many times this request was handed out (1 on first delivery). */
   readonly receiveCount: number;
+  /** The role takes confirmations (it declares `waits`): the handler may throw StepWaiting. */
+  readonly mayWait?: boolean;
   /** For an item of a map node: which item, of how many, and its value from the list. */
   readonly item?: MapItemRef;
   /**
@@ -82,6 +100,20 @@ export interface StepContext {
    * and the body's outputs of the round before by node id (`previous`).
    */
   readonly loop?: LoopRef;
+}
+
+/**
+ * Thrown by a step's handler (of a role that declares `waits`) when the outside work it started
+ * still goes on: the node is BLOCKED until `pollAt`, then the handler is run again to poll it
+ * (see the module comment). An UnknownOutcomeError: to a role that cannot wait, the outcome is
+ * unknown.
+ */
+export class StepWaiting extends UnknownOutcomeError {
+  readonly pollAt: Date;
+  constructor(code: string, reason: string, pollAt: Date, details?: Record<string, unknown>) {
+    super(code, reason, details ? { details } : undefined);
+    this.pollAt = pollAt;
+  }
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the input and output its declaration's schemas give
@@ -96,8 +128,10 @@ export interface StepRun {
   readonly generation: number;
   /** The map item (its index), for an item of a map node. */
   readonly item?: number;
-  readonly status: "COMPLETED" | "FAILED" | "CANCELLED";
+  readonly status: "COMPLETED" | "FAILED" | "CANCELLED" | "BLOCKED";
   readonly tenant_id?: string;
+  /** While BLOCKED on outside work: since when, its next poll, and what it waits for. */
+  readonly waiting?: { readonly since: string; readonly poll_at: string; readonly reason: string };
   /** The answer it gave (sent again for a repeated request). */
   readonly answer?: { readonly type: string; readonly payload: StepCompleted | StepFailed };
 }
@@ -187,10 +221,12 @@ export function stateOfWithSteps(
 export function stepRole(options: StepRoleOptions): Role<StepRun> {
   const { group, steps } = options;
   const types = stepTypesOf(group, steps);
+  const assigns = (event: Envelope) =>
+    event.event_type === types.requested || event.event_type === types.confirm;
   return {
     group,
-    subscriptions: [types.requested, types.cancel],
-    emits: [STEP_COMPLETED, STEP_FAILED],
+    subscriptions: [types.requested, types.cancel, ...(types.confirm ? [types.confirm] : [])],
+    emits: stepRoleEmits(types),
     stateOf: stepRunOf,
     sharedStreams: [DAG_RUN_AGGREGATE],
     compactState: true,
@@ -203,17 +239,88 @@ export function stepRole(options: StepRoleOptions): Role<StepRun> {
           )
         : undefined,
     heartbeat: (event, receiveCount) =>
-      event.event_type === types.requested
-        ? heartbeatOf(group, steps, event, receiveCount)
+      assigns(event)
+        ? heartbeatOf(group, steps, event, receiveCount, event.event_type === types.confirm)
         : undefined,
-    decide: (state, event, context) =>
-      event.event_type === types.cancel
-        ? cancelled(group, state, event)
-        : decideRequest(options, state, event, context),
+    decide: (state, event, context) => {
+      if (event.event_type === types.cancel) return cancelled(group, state, event);
+      if (event.event_type === types.confirm) return pollDue(options, state, event, context);
+      return decideRequest(options, state, event, context);
+    },
     failed: (_state, event, info) =>
-      event.event_type === types.requested
+      assigns(event)
         ? failure(group, event.payload as StepRequested, event, nodeFailure(info))
         : undefined,
+  };
+}
+
+/** What a step role emits: its answers, and `node.blocked` when its steps may wait. */
+export function stepRoleEmits(types: Pick<StepCommandTypes, "confirm">): string[] {
+  return types.confirm
+    ? [STEP_COMPLETED, STEP_FAILED, NODE_BLOCKED]
+    : [STEP_COMPLETED, STEP_FAILED];
+}
+
+const NODE_BLOCKED = "node.blocked";
+
+/**
+ * The confirmation of a BLOCKED step: the poll of its work is due (`timed_out`) or a person asked
+ * for it now (`confirmed`): the handler runs again; refused: the node fails. For a step run not
+ * BLOCKED (answered, cancelled, or a repeat) it changes nothing.
+ */
+async function pollDue(
+  options: StepRoleOptions,
+  state: StepRun | undefined,
+  event: Envelope,
+  context: DecideContext<StepRun>,
+): Promise<Decision<StepRun>> {
+  if (state?.status !== "BLOCKED") return {};
+  const confirm = event.payload as NodeConfirmRequested;
+  if (confirm.outcome !== "refused") return decideRequest(options, state, event, context);
+  const by = confirm.requested_by ? ` by ${confirm.requested_by}` : "";
+  return failure(options.group, confirm as StepRequested, event, {
+    code: "step.wait_refused",
+    errorClass: "business",
+    message: `the wait was refused${by}: ${confirm.note ?? state.waiting?.reason ?? ""}`.slice(
+      0,
+      4096,
+    ),
+  });
+}
+
+/** The step run BLOCKED on its outside work, and `node.blocked` until its next poll. */
+function blocked(
+  group: string,
+  state: StepRun | undefined,
+  request: StepRequested,
+  event: Envelope,
+  { now, wait }: { readonly now: Date; readonly wait: StepWaiting },
+): Decision<StepRun> {
+  const item = request.item?.index;
+  const reason = wait.message.slice(0, 2000) || "outside work";
+  const payload: NodeBlocked = {
+    run_id: request.run_id,
+    node_id: request.node_id,
+    generation: request.generation,
+    agent: group,
+    question: reason,
+    confirm_by: wait.pollAt.toISOString(),
+    ...(item === undefined ? {} : { item }),
+  };
+  const since = state?.waiting?.since ?? now.toISOString();
+  return {
+    state: {
+      kind: "step_run",
+      role: group,
+      run_id: request.run_id,
+      node_id: request.node_id,
+      generation: request.generation,
+      ...(item === undefined ? {} : { item }),
+      status: "BLOCKED",
+      ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
+      waiting: { since, poll_at: payload.confirm_by, reason },
+    },
+    emit: [{ type: NODE_BLOCKED, payload, orderKey: request.run_id }],
   };
 }
 
@@ -235,9 +342,12 @@ async function decideRequest(
       invalid("step.invalid_input", group, "input", input.error),
     );
   let output: unknown;
+  const mayWait = stepTypesOf(group, steps).confirm !== undefined;
   try {
-    output = await handler(input.data, contextOf(group, request, event, context));
+    output = await handler(input.data, contextOf(group, request, event, context, mayWait));
   } catch (error) {
+    if (error instanceof StepWaiting && mayWait)
+      return blocked(group, state, request, event, { now: context.now, wait: error });
     const info = describe(error);
     if (info.errorClass === "transient" && context.receiveCount < maxAttempts) throw error;
     return failure(group, request, event, nodeFailure(info));
@@ -317,6 +427,7 @@ function contextOf(
   request: StepRequested,
   event: Envelope,
   { now, receiveCount }: DecideContext<StepRun>,
+  mayWait: boolean,
 ): StepContext {
   return {
     runId: request.run_id,
@@ -328,14 +439,15 @@ function contextOf(
     ...(event.tenant_id === undefined ? {} : { tenantId: event.tenant_id }),
     now,
     receiveCount,
+    ...(mayWait ? { mayWait } : {}),
     ...(request.item === undefined ? {} : { item: request.item }),
     ...(request.loop === undefined ? {} : { loop: request.loop }),
   };
 }
 
-/** A cancel: an assignment not yet answered is closed, so its request is discarded. */
+/** A cancel: an assignment not yet answered (or BLOCKED) is closed, so its request is discarded. */
 function cancelled(group: string, state: StepRun | undefined, event: Envelope): Decision<StepRun> {
-  if (state) return {};
+  if (state && state.status !== "BLOCKED") return {};
   const { run_id, node_id, generation, item } = event.payload as NodeCancelRequested;
   return {
     state: {
@@ -351,12 +463,16 @@ function cancelled(group: string, state: StepRun | undefined, event: Envelope): 
   };
 }
 
-/** `node.started` when the step starts, then `node.heartbeat`s, each extending the node's lease. */
+/**
+ * `node.started` when the step starts (`resumed` on a BLOCKED step's confirmation), then
+ * `node.heartbeat`s, each extending the node's lease.
+ */
 function heartbeatOf(
   group: string,
   steps: StepDeclaration,
   event: Envelope,
   receiveCount: number,
+  resumed: boolean,
 ): HeartbeatSpec {
   const { run_id, node_id, generation, attempt } = event.payload as StepRequested;
   const lease_seconds = Math.min(
@@ -364,7 +480,8 @@ function heartbeatOf(
     steps.leaseSeconds ?? DEFAULT_STEP_HEARTBEAT_LEASE_SECONDS,
   );
   const runId = `strun_${letterDigest(`${group}\u0000${event.event_id}\u0000${receiveCount}`, 32)}`;
-  return nodeHeartbeat({ run_id, node_id, generation, attempt }, group, lease_seconds, runId);
+  const assignment = { run_id, node_id, generation, attempt };
+  return nodeHeartbeat(assignment, group, lease_seconds, runId, resumed || undefined);
 }
 
 /**

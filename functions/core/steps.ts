@@ -48,6 +48,12 @@ export interface StepDeclaration {
   /** How long a started step may go without a heartbeat, in seconds. @default the orchestrator's */
   readonly leaseSeconds?: number;
   /**
+   * The kit's step handler may wait for outside work it started (`a2aStep`'s remote task still
+   * working): the node is BLOCKED until the work's next poll, which the orchestrator hands back
+   * as the role's confirmation (`<stem>.node.confirm.requested`, ./step-role.ts). @default false
+   */
+  readonly waits?: boolean;
+  /**
    * A role that takes its step commands itself carries out map items too: it keeps a record per
    * item, and names the item in its answers. The kit's step handler
    * always does. @default false
@@ -121,9 +127,9 @@ export const STEP_ROLES_ENV = "STEP_ROLES";
 /** The commands of a step role: its own spellings, or those derived from its group. */
 export function stepTypesOf(
   group: string,
-  steps: Pick<StepDeclaration, "types">,
+  steps: Pick<StepDeclaration, "types" | "waits">,
 ): StepCommandTypes {
-  return steps.types ?? stepCommandTypes(group);
+  return steps.types ?? stepCommandTypes(group, steps.waits);
 }
 
 /**
@@ -198,9 +204,14 @@ export function stepRolesEnvValue(table: StepRoleTable): string {
  */
 export function registerStepRoleTypes(table: StepRoleTable | undefined): void {
   for (const [group, entry] of Object.entries(table ?? {})) {
-    const derived = stepCommandTypes(group);
-    if (entry.requested === derived.requested && entry.cancel === derived.cancel) {
-      for (const definition of stepCommandDefinitions(group)) defineEventType(definition);
+    const waits = entry.confirm !== undefined;
+    const derived = stepCommandTypes(group, waits);
+    if (
+      entry.requested === derived.requested &&
+      entry.cancel === derived.cancel &&
+      entry.confirm === derived.confirm
+    ) {
+      for (const definition of stepCommandDefinitions(group, waits)) defineEventType(definition);
       continue;
     }
     for (const definition of ownStepDefinitions(group, entry, entry.answers))

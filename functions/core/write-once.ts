@@ -116,6 +116,24 @@ export type WriteOutcome<O> =
 /** The work the call started still goes on (the record stays open); `since` the record's start. */
 export type StillGoingOn = Working & { readonly since: string };
 
+/** The least wait between two polls of outside work still going on. */
+export const MIN_TASK_POLL_MS = 5_000;
+/** The longest wait between two polls of outside work still going on. */
+export const MAX_TASK_POLL_MS = 15 * 60_000;
+
+/**
+ * When work still going on is asked about next, by whoever waits for it (an agent's run,
+ * functions/core/agent/task-wait.ts; a workflow step, ./step-role.ts): after the wait the system
+ * asks for (`pollAfterMs`), or after a quarter of the work's age when that is longer (a task
+ * working for an hour is asked every 15 minutes), never sooner than MIN_TASK_POLL_MS nor later
+ * than MAX_TASK_POLL_MS.
+ */
+export function nextPollAt(work: Pick<StillGoingOn, "pollAfterMs" | "since">, now: Date): Date {
+  const age = Math.max(0, now.getTime() - Date.parse(work.since));
+  const wait = Math.max(work.pollAfterMs ?? 0, age / 4, MIN_TASK_POLL_MS);
+  return new Date(now.getTime() + Math.min(MAX_TASK_POLL_MS, Math.round(wait)));
+}
+
 /** Why an outcome stayed unknown, besides a call's timeout (whose message says it). */
 export type UnclearCause = "query timed out" | "could not tell" | "timed out twice" | "no query";
 

@@ -81,35 +81,67 @@ export interface StepCommandTypes {
   readonly confirm?: string;
 }
 
-/** The commands of a step role that does not spell its own: derived from its group. */
-export function stepCommandTypes(group: string): StepCommandTypes {
+/**
+ * The commands of a step role that does not spell its own: derived from its group; with `waits`
+ * (its steps may wait for outside work, BLOCKED until their next poll) its confirmation too.
+ */
+export function stepCommandTypes(group: string, waits = false): StepCommandTypes {
   const stem = group.replaceAll("-", "_");
-  return { requested: `${stem}.node.requested`, cancel: `${stem}.node.cancel.requested` };
+  return {
+    requested: `${stem}.node.requested`,
+    cancel: `${stem}.node.cancel.requested`,
+    ...(waits ? { confirm: `${stem}.node.confirm.requested` } : {}),
+  };
 }
 
-/** The definitions of a group's derived commands, made once per group (registering is by identity). */
-const commandDefinitions = new Map<string, readonly EventTypeDefinition[]>();
+/** A type and how its definition is made, once (registering is by identity). */
+type Made = readonly [string, () => EventTypeDefinition];
 
-export function stepCommandDefinitions(group: string): readonly EventTypeDefinition[] {
-  const known = commandDefinitions.get(group);
-  if (known) return known;
-  const types = stepCommandTypes(group);
-  const definitions = [
-    {
-      ...streamCommand,
-      type: types.requested,
-      description: `The orchestrator assigns a node to the ${group} role (on the dag_run stream).`,
-      payload: StepRequestedPayload,
-    },
-    {
-      ...streamCommand,
-      type: types.cancel,
-      description: `The orchestrator tells the ${group} role that its assignment of a node no longer counts (on the dag_run stream).`,
-      payload: NodeCancelRequestedPayload,
-    },
+/** The definitions made for step roles' commands and answers, once per type. */
+const madeDefinitions = new Map<string, EventTypeDefinition>();
+
+function once(made: readonly Made[]): EventTypeDefinition[] {
+  return made.map(([type, make]) => {
+    const known = madeDefinitions.get(type) ?? make();
+    madeDefinitions.set(type, known);
+    return known;
+  });
+}
+
+/** How a step role's commands are defined, its request's payload given. */
+function commandsMade(
+  group: string,
+  commands: StepCommandTypes,
+  requestPayload: EventTypeDefinition["payload"],
+): Made[] {
+  const command = (type: string, description: string, payload: EventTypeDefinition["payload"]) =>
+    [type, () => ({ ...streamCommand, type, description, payload })] as const;
+  const { requested, cancel, confirm } = commands;
+  return [
+    command(
+      requested,
+      `The orchestrator assigns a node to the ${group} role (on the dag_run stream).`,
+      requestPayload,
+    ),
+    command(
+      cancel,
+      `The orchestrator tells the ${group} role that its assignment of a node no longer counts (on the dag_run stream).`,
+      NodeCancelRequestedPayload,
+    ),
+    ...(confirm === undefined
+      ? []
+      : [
+          command(
+            confirm,
+            `The orchestrator tells the ${group} role how the wait of its BLOCKED node ended: confirmed, refused, or timed out (for a step waiting on outside work: its poll is due) (on the dag_run stream).`,
+            NodeConfirmRequestedPayload,
+          ),
+        ]),
   ];
-  commandDefinitions.set(group, definitions);
-  return definitions;
+}
+
+export function stepCommandDefinitions(group: string, waits = false): EventTypeDefinition[] {
+  return once(commandsMade(group, stepCommandTypes(group, waits), StepRequestedPayload));
 }
 
 /** The answers of a step role that spells its own (`<stem>.completed`, `<stem>.failed`). */
@@ -117,9 +149,6 @@ export interface StepAnswerTypes {
   readonly completed: string;
   readonly failed: string;
 }
-
-/** The definitions made for a role's own spellings, once per type (registering is by identity). */
-const ownDefinitions = new Map<string, EventTypeDefinition>();
 
 /**
  * The definitions of a step role's own spellings as an orchestrator that holds none of the
@@ -132,37 +161,7 @@ export function ownStepDefinitions(
   commands: StepCommandTypes,
   answers: StepAnswerTypes | undefined,
 ): EventTypeDefinition[] {
-  const made: [string, () => EventTypeDefinition][] = [
-    [
-      commands.requested,
-      () => ({
-        ...streamCommand,
-        type: commands.requested,
-        description: `The orchestrator assigns a node to the ${group} role (on the dag_run stream).`,
-        payload: NodeRequestedPayload,
-      }),
-    ],
-    [
-      commands.cancel,
-      () => ({
-        ...streamCommand,
-        type: commands.cancel,
-        description: `The orchestrator tells the ${group} role that its assignment of a node no longer counts (on the dag_run stream).`,
-        payload: NodeCancelRequestedPayload,
-      }),
-    ],
-  ];
-  const { confirm } = commands;
-  if (confirm !== undefined)
-    made.push([
-      confirm,
-      () => ({
-        ...streamCommand,
-        type: confirm,
-        description: `The orchestrator tells the ${group} role how the confirmation its BLOCKED node waits for ended (on the dag_run stream).`,
-        payload: NodeConfirmRequestedPayload,
-      }),
-    ]);
+  const made = commandsMade(group, commands, NodeRequestedPayload);
   if (answers !== undefined)
     made.push(
       [
@@ -184,11 +183,7 @@ export function ownStepDefinitions(
         }),
       ],
     );
-  return made.map(([type, make]) => {
-    const known = ownDefinitions.get(type) ?? make();
-    ownDefinitions.set(type, known);
-    return known;
-  });
+  return once(made);
 }
 
 export function defineStepEvents(registry: EventRegistry) {

@@ -50,6 +50,15 @@ describe("the step role types an orchestrator registers from its table", () => {
     expect(registry.find("review.completed")).toBe(content);
   });
 
+  it("registers the confirmation of a step role whose steps wait for outside work", () => {
+    const waits = stepEntryOf("probe-wait", { ...steps, waits: true });
+    expect(waits.confirm).toBe("probe_wait.node.confirm.requested");
+    expect(stepEntryOf("probe-plain", steps).confirm).toBeUndefined();
+    registerStepRoleTypes({ "probe-wait": waits });
+    expect(registry.find("probe_wait.node.confirm.requested")?.topic).toBe("commands");
+    expect(registry.has("probe_wait.node.requested")).toBe(true);
+  });
+
   it("is what the orchestrator's module does when it is built from its environment", () => {
     expect(registry.has("probe_tally.node.requested")).toBe(false);
     const env = {

@@ -1,10 +1,13 @@
+import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { a2aAdapter } from "../../functions/integrations/a2a/aws";
 import type { A2aAgentPort, A2aOutgoing, A2aTaskView } from "../../functions/integrations/a2a/port";
 import type { LocalEnvironment } from "../../lib/dev/local/environment";
+import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import { crash, currentInvocation } from "../../lib/dev/local/runtime/faults";
 import { sideEffectOf } from "../../lib/dev/local/scenario/customer-support";
 import { runReaches } from "../../lib/dev/local/scenario/refund";
+import { runCommand, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
 import { A2A_CLERK_GROUP, BILLING_TOKEN_PARAMETER, clerkRunId } from "../fixtures/a2a-clerk";
 import { CLERK_INVOICE_REQUESTED } from "../fixtures/a2a-clerk/events";
 import { A2A_CLERK_STACK } from "../fixtures/a2a-clerk/stack";
@@ -25,6 +28,8 @@ import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
  * invocation after the agent applied the message and before the step committed (the runtime's
  * fault hook, `crash`), and a timeout after the agent applied it, each leave exactly one message
  * at the agent: the redelivered step learns the task by `tasks/get`, and sends nothing again.
+ * The same agent is a workflow node too (test/fixtures/a2a-clerk/billing-step): a task still
+ * working when its call ends keeps the node BLOCKED until the lease sweeper's poll.
  */
 
 const TIMEOUT = 120_000;
@@ -162,6 +167,42 @@ describe("an agent using another system's A2A agent as a tool on the local stack
         );
       } finally {
         agent.answerDelayMs = 0;
+      }
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "a workflow node whose remote task is still working waits BLOCKED and completes once it ends: one message",
+    async () => {
+      // The agent's task outlives the node's call (2 s) and works through the first poll.
+      agent.workPolls = agent.reads.get + 1;
+      try {
+        const runId = `run_${ulid()}`;
+        await putOnBus(env, "commands", [
+          runCommand("workflow.start.requested", runId, `corr_${ulid()}`, {
+            workflow_name: "billed",
+            request: { message: "Open an invoice for c-4", customer_id: "c-4" },
+          }),
+        ]);
+        const ended = await waitForRunEnd(env, runId, TIMEOUT);
+        expect(ended.run.status).toBe("COMPLETED");
+        const steps = ended.timeline.filter((t) => t.node_id === "invoice").map((t) => t.event);
+        expect(steps.filter((e) => e === "node.blocked").length).toBeGreaterThanOrEqual(2);
+        expect(steps).toContain("node.unblocked");
+        const [message] = messagesOf("c-4");
+        expect(messagesOf("c-4")).toHaveLength(1);
+        expect(message?.messageId).toContain(`:${runId}:invoice:`);
+        const invoice = agent.invoices.find((i) => i.messageId === message?.messageId);
+        expect(ended.run.nodes.invoice?.output).toEqual({
+          text: `opened ${invoice?.id}`,
+          data: { invoice: invoice?.id },
+        });
+        expect(await sideEffectOf(env, message?.messageId ?? "")).toMatchObject({
+          state: "succeeded",
+        });
+      } finally {
+        agent.workPolls = 0;
       }
     },
     TIMEOUT,

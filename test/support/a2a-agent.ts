@@ -33,7 +33,8 @@ interface Express {
  * the invoice it opened then. A message whose text holds "refuse" fails its task, "reject" is
  * rejected, "more" asks for input; "attach" adds the invoice as a file (its bytes, `INVOICE_PDF`)
  * and the partner's terms as a file by URI (`TERMS_URI`). `answerDelayMs` delays the task's end after the invoice is
- * opened (the first event, the task `working`, is sent at once). It takes requests with
+ * opened (the first event, the task `working`, is sent at once). With `workPolls` = N, a task
+ * stays `working` (and its stream open) until its N+1th `tasks/get`, which finds it ended. It takes requests with
  * `Authorization: Bearer <token>` only (401 otherwise); its card is at `cardUrl`.
  */
 
@@ -51,6 +52,8 @@ export interface TestA2aAgent {
   /** `tasks/get` and `tasks/list` requests received. */
   readonly reads: { get: number; list: number };
   answerDelayMs: number;
+  /** How many `tasks/get` find a task still `working` before it goes on to its end. */
+  workPolls: number;
   close(): Promise<void>;
 }
 
@@ -66,7 +69,10 @@ export async function startTestA2aAgent(
     invoices: [] as TestA2aAgent["invoices"][number][],
     reads: { get: 0, list: 0 },
     answerDelayMs: 0,
+    workPolls: 0,
   };
+  const store = new WatchedTaskStore();
+  const held: (() => void)[] = [];
   const { default: express } = (await import("express" as string)) as { default: Express };
   const app = express();
   const http: Server = await new Promise((done) => {
@@ -75,18 +81,25 @@ export async function startTestA2aAgent(
   const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
   const handler = new DefaultRequestHandler(
     billingCard(base),
-    new InMemoryTaskStore(),
-    billingDesk(state, options.dedupes ?? false),
+    store,
+    billingDesk(state, options.dedupes ?? false, held),
   );
   const authorized: Middleware = (req, res, next) => {
     if (req.headers.authorization !== `Bearer ${A2A_TOKEN}`) res.writeHead(401).end("unauthorized");
     else next();
   };
   const counted: Middleware = (req, _res, next) => {
-    const method = (req.body as { method?: unknown } | undefined)?.method;
-    if (method === "GetTask" || method === "tasks/get") state.reads.get += 1;
+    const body = req.body as { method?: unknown; params?: { id?: unknown } } | undefined;
+    const method = body?.method;
     if (method === "ListTasks" || method === "tasks/list") state.reads.list += 1;
-    next();
+    if (method !== "GetTask" && method !== "tasks/get") return next();
+    state.reads.get += 1;
+    const taskId = body?.params?.id;
+    if (state.reads.get <= state.workPolls || typeof taskId !== "string" || held.length === 0)
+      return next();
+    // The work is done: the held tasks go on to their end before this read is answered.
+    for (const go of held.splice(0)) go();
+    store.ended(taskId).then(next, next);
   };
   app.use(authorized, express.json(), counted);
   app.use("/.well-known/agent-card.json", agentCardHandler({ agentCardProvider: handler }));
@@ -136,7 +149,33 @@ function billingCard(base: string): AgentCard {
 
 type State = Omit<TestA2aAgent, "cardUrl" | "close">;
 
-function billingDesk(state: State, dedupes: boolean): AgentExecutor {
+/** The SDK's store, telling when a task has ended (or stopped for input). */
+class WatchedTaskStore extends InMemoryTaskStore {
+  private readonly states = new Map<string, TaskState | undefined>();
+  private waiters: (() => void)[] = [];
+
+  override async save(...args: Parameters<InMemoryTaskStore["save"]>): Promise<void> {
+    await super.save(...args);
+    this.states.set(args[0].id, args[0].status?.state);
+    for (const wake of this.waiters.splice(0)) wake();
+  }
+
+  async ended(taskId: string): Promise<void> {
+    while (!ENDED.has(this.states.get(taskId) ?? TaskState.TASK_STATE_WORKING))
+      await new Promise<void>((wake) => this.waiters.push(wake));
+  }
+}
+
+const ENDED = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_REJECTED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_INPUT_REQUIRED,
+  TaskState.TASK_STATE_AUTH_REQUIRED,
+]);
+
+function billingDesk(state: State, dedupes: boolean, held: (() => void)[]): AgentExecutor {
   return {
     async execute(context: RequestContext, bus: ExecutionEventBus) {
       const message = context.userMessage;
@@ -151,6 +190,7 @@ function billingDesk(state: State, dedupes: boolean): AgentExecutor {
       });
       const task = taskOf(context, TaskState.TASK_STATE_WORKING);
       bus.publish({ kind: "task", data: task });
+      if (state.workPolls > 0) await new Promise<void>((go) => held.push(go));
       const ended = (s: TaskState, words: string) => {
         bus.publish({ kind: "statusUpdate", data: statusOf(task, s, words) });
         bus.finished();

@@ -1,4 +1,4 @@
-import type { StillGoingOn } from "../write-once";
+import { nextPollAt, type StillGoingOn } from "../write-once";
 import { type AgentJournal, moved, recorded, type Waiting } from "./agent";
 
 /**
@@ -16,24 +16,13 @@ import { type AgentJournal, moved, recorded, type Waiting } from "./agent";
  *   going on past the tool's `waitLimitSeconds` (24 h) after the call -> unknown, handed to a
  *   person (NEEDS_HUMAN, `agentbus resolve`), as an outcome still unknown after
  *   `maxUnknownAttempts` is.
- * - The next poll: after the wait the system asks for (`pollAfterMs`, an MCP task's
- *   `pollInterval`), or after a quarter of the work's age when that is longer (a task working for
- *   an hour is asked every 15 minutes), never sooner than MIN_TASK_POLL_MS nor later than
- *   MAX_TASK_POLL_MS. The sweeper's schedule is the finest grain: a poll is sent by the first
+ * - The next poll: `nextPollAt` (../write-once.ts: the wait the system asks for, an MCP task's
+ *   `pollInterval`, or a quarter of the work's age, within 5 s .. 15 min), as for a workflow
+ *   step that waits. The sweeper's schedule is the finest grain: a poll is sent by the first
  *   sweep at or after its deadline.
  */
 
-/** The least wait between two polls of a run's outside work. */
-export const MIN_TASK_POLL_MS = 5_000;
-/** The longest wait between two polls of a run's outside work. */
-export const MAX_TASK_POLL_MS = 15 * 60_000;
-
-/** When the work is asked about next (see the file's comment). */
-export function nextPollAt(work: Pick<StillGoingOn, "pollAfterMs" | "since">, now: Date): Date {
-  const age = Math.max(0, now.getTime() - Date.parse(work.since));
-  const wait = Math.max(work.pollAfterMs ?? 0, age / 4, MIN_TASK_POLL_MS);
-  return new Date(now.getTime() + Math.min(MAX_TASK_POLL_MS, Math.round(wait)));
-}
+export { MAX_TASK_POLL_MS, MIN_TASK_POLL_MS, nextPollAt } from "../write-once";
 
 /** The run BLOCKED on the work its call started, until its next poll. */
 export function blockedOnTask(

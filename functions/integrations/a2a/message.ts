@@ -23,7 +23,9 @@ import type { A2aAgentPort, A2aCard, A2aTaskView } from "./port";
  * - a task still `submitted` or `working` when the agent answered (its id known): the caller that
  *   can wait (an agent's tool: `started` keeps the id with the ledger's record) is told it goes on
  *   (StillWorkingError `a2a.task_working`) and polls it by `resume` (`tasks/get`): the run's task
- *   wait (functions/core/agent/task-wait.ts); for any other caller it stays unknown as above.
+ *   wait (functions/core/agent/task-wait.ts), or a workflow step's (`sendAndWait`, which counts
+ *   a call that ran out of time after the agent named its task as that task still working,
+ *   functions/core/step-role.ts); for any other caller it stays unknown as above.
  * An answer's files are kept as ./files.ts says: bytes in the content store, a URI as it is.
  */
 
@@ -133,6 +135,31 @@ export class A2aExchange {
       if (key && error instanceof UnknownOutcomeError && typeof taskId === "string")
         this.taskIds.set(key, taskId);
       throw error;
+    }
+  }
+
+  /**
+   * As `send` with `started`, for a caller that waits for the task however the call ends (a
+   * workflow step, ./step.ts): a call whose time ran out, or whose stream dropped, after the agent
+   * named its task is that task still going on (StillWorkingError), polled by `resume`.
+   */
+  async sendAndWait(
+    content: A2aContent,
+    key: string,
+    started: (taskId: string) => Promise<void>,
+  ): Promise<A2aOutput> {
+    try {
+      return await this.send(content, key, started);
+    } catch (error) {
+      const taskId = (error as UnknownOutcomeError).details?.taskId;
+      const named = error instanceof UnknownOutcomeError && typeof taskId === "string";
+      if (!named || error instanceof StillWorkingError) throw error;
+      await started(taskId);
+      throw new StillWorkingError(
+        "a2a.task_working",
+        `the A2A agent ${this.declaration.agent}'s task ${taskId} had not ended when the call did (${error.message})`,
+        { operation: taskId, status: "working" },
+      );
     }
   }
 

@@ -41,7 +41,9 @@ import {
  *   agent answers BLOCKED again) changes nothing.
  * - `node.blocked`: the agent needs an external confirmation; the node is BLOCKED until
  *   `confirm_by` (its lease runs to confirm_by + the role's lease, a backstop), which joins the
- *   run's due time so the sweeper reports `node.confirm.expired` when it passes. For a map node,
+ *   run's due time so the sweeper reports `node.confirm.expired` when it passes. A kit step role
+ *   that waits for outside work (functions/core/step-role.ts) reports so with its next poll as
+ *   `confirm_by`: the timeout it is then sent is its poll. For a map node,
  *   the report names the item, and the confirmation resumes that item. A map node waits for one
  *   item's confirmation at a time (one lease): another item's report while one waits is not
  *   recorded, and that item's agent reports again when its request is sent again (the node's

@@ -1,11 +1,18 @@
 import { type AgentDefinition, defineAgent } from "../../../functions/core/agent/agent";
 import { InMemoryContentStore } from "../../../functions/core/agent/content";
+import { classify } from "../../../functions/core/errors";
 import { InMemorySideEffects } from "../../../functions/core/side-effects";
+import {
+  DEFAULT_STEP_ATTEMPTS,
+  type StepContext,
+  StepWaiting,
+} from "../../../functions/core/step-role";
 import {
   type A2aAgentPort,
   type A2aFault,
   type A2aOutgoing,
   type A2aTaskView,
+  a2aStep,
   a2aTool,
   InMemoryA2aAgent,
 } from "../../../functions/integrations/a2a/index";
@@ -23,8 +30,10 @@ import { add, OneCallModel, playAgentRun, WorkerCrash } from "./agent-runs";
  * or by the key's context, an agent that dedupes message ids, or neither: a person) and, at the
  * plan's `a2a` rate, each message's fault: unavailable, a timeout before or after the agent acted,
  * or the worker's crash after the agent acted, before the ledger recorded it; and, per delivered
- * step, a crash before its commit. Invariant: **A2A message applied once**, each invoice the
- * clerk asked for opened at most once by the remote agent.
+ * step, a crash before its commit. Then the same agent as a workflow node (`a2aStep` in a role that
+ * `waits`), its task working for a few polls: each delivery of the node's request or poll may
+ * crash before its commit. Invariant: **A2A message applied once**, each invoice the clerk or the
+ * node asked for opened at most once by the remote agent.
  *
  * The planted defect `a2a-message-id-per-attempt` sends every message under a key of its own (a
  * message id, and so a context, minted per attempt): the agent can neither deduplicate it nor be
@@ -89,6 +98,8 @@ export async function playA2aBilling(
     const end = await playAgentRun(agent, ports, `run_a2a_${seed}_${i}`, random);
     add(result.counts, `a2a run ${end} (${mode})`);
   }
+  const node = await playBillingNode(port, billing, random, rate, seed);
+  add(result.counts, `a2a node ${node} (${mode})`);
   result.violations.push(...appliedOnce(billing.invoices));
   return result;
 }
@@ -111,12 +122,59 @@ interface Invoice {
 }
 
 /**
+ * A workflow node whose handler is `a2aStep` in a role that waits, played delivery by delivery as
+ * the step role and the orchestrator would: the output completes the node; StepWaiting makes the
+ * next delivery the poll, at its time; a transient error or a crash before the commit delivers it
+ * again (up to the step's attempts); a refusal or an unknown outcome fails the node. How it ended.
+ */
+async function playBillingNode(
+  port: A2aAgentPort,
+  billing: BillingAgent,
+  random: Random,
+  rate: number,
+  seed: number,
+): Promise<string> {
+  billing.workPolls = random.below(4);
+  const ledger = new InMemorySideEffects();
+  const step = a2aStep(port, ledger, { agent: "billing", taskLimitSeconds: 600 });
+  const input = { message: `invoice of node ${seed}` };
+  let now = Date.parse("2026-01-01T00:00:00.000Z");
+  let receiveCount = 1;
+  let waited = false;
+  for (let delivery = 0; delivery < 50; delivery++) {
+    const context: StepContext = {
+      ...{ runId: `run_node_${seed}`, nodeId: "invoice", generation: 1, attempt: 1 },
+      ...{ role: "billing", taskId: `task_node_${seed}`, now: new Date(now), receiveCount },
+      mayWait: true,
+    };
+    const crashes = random.chance(rate);
+    try {
+      await step(input, context);
+      if (!crashes) return waited ? "completed after waiting" : "completed";
+    } catch (error) {
+      if (error instanceof StepWaiting && !crashes) {
+        [now, receiveCount, waited] = [error.pollAt.getTime(), 1, true];
+        continue;
+      }
+      const again = error instanceof WorkerCrash || classify(error) === "transient";
+      if (!again && !(error instanceof StepWaiting)) return "failed";
+    }
+    if (receiveCount >= DEFAULT_STEP_ATTEMPTS) return "failed (retries spent)";
+    [now, receiveCount] = [now + 1000, receiveCount + 1];
+  }
+  return "still waiting";
+}
+
+/**
  * The remote billing agent: each message opens an invoice and completes its task; when it
  * dedupes, a message id it has seen gives the invoice it opened then; in `person` mode it cannot
- * be asked for a task (by id or context), as an agent whose tasks are gone.
+ * be asked for a task (by id or context), as an agent whose tasks are gone. With `workPolls`, a
+ * task is `working` when the message is answered and for that many `getTask`s after.
  */
 class BillingAgent extends InMemoryA2aAgent {
   readonly invoices: Invoice[] = [];
+  workPolls = 0;
+  private polls = 0;
 
   constructor(private readonly mode: Mode) {
     super();
@@ -124,12 +182,16 @@ class BillingAgent extends InMemoryA2aAgent {
       const seen = this.invoices.find((i) => i.messageId === message.messageId);
       if (!(mode === "dedupes" && seen))
         this.invoices.push({ messageId: message.messageId, text: message.text ?? "" });
-      return { state: "completed", text: "opened", data: { invoice: message.messageId } };
+      const state = this.workPolls > 0 ? "working" : "completed";
+      return { state, text: "opened", data: { invoice: message.messageId } };
     });
   }
 
   override async getTask(taskId: string): Promise<A2aTaskView | undefined> {
-    return this.mode === "person" ? undefined : super.getTask(taskId);
+    if (this.mode === "person") return undefined;
+    const view = await super.getTask(taskId);
+    if (view?.state !== "working" || ++this.polls <= this.workPolls) return view;
+    return { ...view, state: "completed" };
   }
 
   override async findTask(contextId: string): Promise<A2aTaskView | undefined> {
