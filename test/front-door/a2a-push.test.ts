@@ -29,9 +29,11 @@ import { REFERENCE_FRONT_DOOR_WORKFLOWS } from "../support/reference";
 /**
  * A2A push notifications in memory (functions/front-door/a2a/push-*.ts): the config methods
  * through the SDK's JSON-RPC handler over the task records' in-memory twin (a URL checked, a
- * tenant's configs its own), and the delivery from stored events to a webhook the test runs on
- * 127.0.0.1: the states in order, each once, the token sent back, a failing webhook retried and
- * then recorded, a slow one timed out. On the local stack: test/e2e/a2a-agent.test.ts.
+ * tenant's configs its own), and the delivery from stored events (SQS records of the push queue,
+ * as the relay sends them) to a webhook the test runs on 127.0.0.1: the states in order, each
+ * once, the token sent back, a failing webhook retried and then recorded, a slow one timed out, a
+ * name connected to at the address it was checked at (an injected resolver: no DNS lookup), and
+ * only a failing run's messages received again. On the local stack: test/e2e/a2a-agent.test.ts.
  */
 
 process.env.POWERTOOLS_METRICS_DISABLED = "true";
