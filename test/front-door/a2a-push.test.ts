@@ -1,5 +1,6 @@
 import type { LookupFunction } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { takes } from "../../functions/core/direct-delivery";
 import { InMemoryModelControls } from "../../functions/core/model-guard";
 import type { EventStore, StoredState } from "../../functions/core/ports";
 import {
@@ -12,6 +13,7 @@ import {
   PUSH_DELIVERY_DEFAULTS,
   type PushDeliveryPorts,
 } from "../../functions/front-door/a2a/push-delivery";
+import { PUSH_EVENT_RULES } from "../../functions/front-door/a2a/push-events";
 import type { PushRequest } from "../../functions/front-door/a2a/push-transport";
 import type { A2aPorts } from "../../functions/front-door/a2a/run-agent";
 import { type A2aAnswer, type A2aService, answerA2a } from "../../functions/front-door/a2a/serve";
@@ -20,7 +22,7 @@ import { InMemoryTenantLimits } from "../../functions/front-door/limits";
 import { InMemoryRunsInFlight } from "../../functions/front-door/runs-in-flight";
 import { createA2aPushHandler } from "../../functions/handlers/a2a-push";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
-import { type Envelope, registry } from "../../schemas";
+import { type Envelope, registry, type Topic } from "../../schemas";
 import { newUlid, unvalidatedEnvelope } from "../support/factories";
 import { sqsEvent, sqsRecord } from "../support/lambda-events";
 import { startWebhook, type TestWebhook } from "../support/push-webhook";
@@ -557,6 +559,42 @@ describe("delivery from the stored events", () => {
     expect(asked).toEqual(["localhost"]);
     expect(webhook.states()).toEqual(["TASK_STATE_WORKING"]);
     expect(webhook.received[0]?.headers.host).toBe(`localhost:${port}`);
+  });
+});
+
+describe("what the relay sends the push queue", () => {
+  const pushFeed = { group: "a2a-push", queue: "q.fifo", rules: PUSH_EVENT_RULES };
+  const placed = (topic: Topic, type: string, stream: string, orderKey = RUN) => ({
+    topic,
+    envelope: {
+      ...unvalidatedEnvelope(type, {}, { type: stream, id: "x_1", version: 1 }),
+      order_key: orderKey,
+    },
+  });
+
+  it("takes what moves a task: a run's own commands, its end, a step's block, a child's approval request", () => {
+    for (const [topic, type, stream] of [
+      ["commands", "review.requested", "dag_run"],
+      ["commands", "review.confirm.requested", "dag_run"],
+      ["events", "workflow.completed", "dag_run"],
+      ["events", "workflow.cancelled", "dag_run"],
+      ["events", "workflow.rejected", "dag_run"],
+      ["events", "node.blocked", "agent_run"],
+      ["events", "workflow.child.approval.requested", "dag_run"],
+    ] as const)
+      expect(takes(pushFeed, placed(topic, type, stream)), type).toBe(true);
+  });
+
+  it("leaves out the step roles' answers, other streams' commands and what is no run's", () => {
+    expect(takes(pushFeed, placed("events", "step.completed", "agent_run"))).toBe(false);
+    expect(takes(pushFeed, placed("commands", "review.requested", "agent_run"))).toBe(false);
+    expect(takes(pushFeed, placed("events", "conversation.message.received", "conv"))).toBe(false);
+    expect(takes(pushFeed, placed("commands", "review.requested", "dag_run", "conv_1"))).toBe(
+      false,
+    );
+    expect(takes(pushFeed, placed("events", "workflow.completed", "dag_run", "conv_1"))).toBe(
+      false,
+    );
   });
 });
 
