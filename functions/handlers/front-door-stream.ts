@@ -85,8 +85,8 @@ export const FrontDoorStreamEnv = z.extend(AdmissionEnv, {
   /** The commands bus, where an A2A message starts, answers or cancels a run. */
   BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
   /**
-   * `on` where the stack delivers A2A push notifications (its a2a-push function reads the events
-   * table's stream): the agents then take push configs, kept on the state table.
+   * `on` where the stack delivers A2A push notifications (its a2a-push function, on a queue the
+   * relay feeds): the agents then take push configs, kept on the state table.
    */
   A2A_PUSH: z.optional(z.enum(["on", "off"])),
   /** The local stack's allowance of loopback webhooks (never set by the CDK stack). */

@@ -306,6 +306,8 @@ export class AgentBusStack extends Stack {
     }
 
     this.frontDoor = this.createFrontDoor(stage, props);
+    // The A2A tasks' push queue is fed by the relay too, not by a third reader of the stream.
+    if (this.frontDoor?.a2aPush) this.relay.deliverTo([this.frontDoor.a2aPush]);
     this.operatorAccess = this.createOperatorAccess(stage);
     this.alarmTopic = this.createAlarmTopic();
 
@@ -424,9 +426,16 @@ export class AgentBusStack extends Stack {
     const groupStates = this.groups
       .flatMap((g) => g.alarms)
       .filter((a) => !groupCounts.includes(a));
-    alarmTopic.notify([...groupStates, ...this.relay.alarms, ...(this.sweeper?.alarms ?? [])], {
-      resolved: true,
-    });
+    const push = this.frontDoor?.a2aPush;
+    alarmTopic.notify(
+      [
+        ...groupStates,
+        ...this.relay.alarms,
+        ...(this.sweeper?.alarms ?? []),
+        ...(push ? [push.deadLetterAlarm] : []),
+      ],
+      { resolved: true },
+    );
     alarmTopic.notify(groupCounts, { resolved: false });
     return alarmTopic;
   }

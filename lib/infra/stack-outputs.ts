@@ -142,13 +142,24 @@ function otherOutputs(stack: OutputSources, output: OutputFn): void {
     output(`${name}TableName`, table.tableName, `DynamoDB table ${name}`);
   }
   output("CustomerKeysKeyArn", stack.customerKeys.key.keyArn, "KMS key wrapping customers' keys");
-  if (stack.frontDoor) {
-    output("FrontDoorUrl", stack.frontDoor.url, "the HTTP API's base URL (clients send a JWT)");
-    // A function URL ends with "/".
-    output(
-      "FrontDoorStreamUrl",
-      `${stack.frontDoor.streamUrl.url}v1`,
-      "the streams' base URL (server-sent events; clients send a JWT)",
-    );
-  }
+  if (stack.frontDoor) frontDoorOutputs(stack.frontDoor, output);
+}
+
+/** The front door's URLs, and its A2A push queues where it offers agents. */
+function frontDoorOutputs(frontDoor: FrontDoor, output: OutputFn): void {
+  output("FrontDoorUrl", frontDoor.url, "the HTTP API's base URL (clients send a JWT)");
+  // A function URL ends with "/".
+  output(
+    "FrontDoorStreamUrl",
+    `${frontDoor.streamUrl.url}v1`,
+    "the streams' base URL (server-sent events; clients send a JWT)",
+  );
+  const push = frontDoor.a2aPush;
+  if (!push) return;
+  output("A2aPushQueueUrl", push.queue.queueUrl, "a2a-push: the queue the relay feeds");
+  output(
+    "A2aPushDeadLetterQueueUrl",
+    push.deadLetterQueue.queueUrl,
+    "a2a-push: messages of runs whose tasks' states could not be read",
+  );
 }

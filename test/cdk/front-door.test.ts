@@ -2,7 +2,10 @@ import { App, type CfnElement, Stack } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
 import { describe, expect, it } from "vitest";
+import { DIRECT_GROUPS_ENV } from "../../functions/core/direct-delivery";
+import { packedJsonText } from "../../functions/core/packed-json";
 import { StepRolesJson } from "../../functions/core/steps";
+import { PUSH_EVENT_RULES } from "../../functions/front-door/a2a/push-events";
 import { methodsOf, ROUTES } from "../../functions/front-door/api";
 import { DEFAULT_BACKLOG } from "../../functions/front-door/backlog";
 import { TenantLimitOverrides } from "../../functions/front-door/limits";
@@ -23,6 +26,7 @@ import {
   functionsOfKind,
   type Resource,
   refersTo,
+  resources,
   statementsOf,
   synthesizeStack,
   testApp,
@@ -512,7 +516,7 @@ describe("the front door", () => {
     expect(granted).toEqual(entered);
   });
 
-  it("delivers the A2A tasks' push notifications from the events table's stream, writing their push items only", () => {
+  it("delivers the A2A tasks' push notifications from a FIFO queue the relay feeds, writing their push items only", () => {
     const [stream] = functionsOfKind(template, "front-door-stream");
     expect(stream?.Properties.Environment).toMatchObject({ Variables: { A2A_PUSH: "on" } });
     const [push] = functionsOfKind(template, "a2a-push");
@@ -529,15 +533,58 @@ describe("the front door", () => {
         { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["a2a_push#*"] } },
       ],
     ]);
+    // Not a reader of the events table's stream: one mapping, on its own FIFO queue.
+    expect(statements.flatMap((s) => s.Action)).not.toContain("dynamodb:GetRecords");
     const mappings = template.findResources("AWS::Lambda::EventSourceMapping");
     const pushMappings = Object.values(mappings).filter((m) =>
       JSON.stringify(m.Properties.FunctionName).includes(push.id),
     );
     expect(pushMappings).toHaveLength(1);
     expect(pushMappings[0]?.Properties).toMatchObject({
-      StartingPosition: "LATEST",
-      FilterCriteria: { Filters: [{ Pattern: JSON.stringify({ eventName: ["INSERT"] }) }] },
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
     });
+    const queueId = refersTo(pushMappings[0]?.Properties.EventSourceArn) ?? "";
+    const queue = template.toJSON().Resources[queueId] as Resource;
+    expect(queue.Properties).toMatchObject({
+      FifoQueue: true,
+      QueueName: "agentbus-dev-a2a-push.fifo",
+      RedrivePolicy: { maxReceiveCount: expect.any(Number) },
+    });
+    const visibility = queue.Properties.VisibilityTimeout as number;
+    expect(visibility).toBeGreaterThanOrEqual(6 * (push.Properties.Timeout as number));
+    const dlqId = refersTo(
+      (queue.Properties.RedrivePolicy as Record<string, unknown>).deadLetterTargetArn,
+    );
+    const dlq = template.toJSON().Resources[dlqId ?? ""] as Resource;
+    expect(dlq.Properties).toMatchObject({ FifoQueue: true });
+    // Its dead-letter queue alarms; both queues take TLS only.
+    expect(
+      resources(template, "AWS::CloudWatch::Alarm", (a) =>
+        JSON.stringify(a.Properties.Dimensions ?? []).includes(dlqId ?? "-"),
+      ),
+    ).toHaveLength(1);
+    const policies = resources(template, "AWS::SQS::QueuePolicy", (p) =>
+      JSON.stringify(p.Properties.Queues).includes(queueId),
+    );
+    expect(JSON.stringify(policies[0]?.Properties.Queues)).toContain(dlqId);
+    expect(JSON.stringify(policies[0]?.Properties.PolicyDocument)).toContain("aws:SecureTransport");
+
+    // The relay sends it the stored events that move a task, and may send to that queue only so.
+    const [relay] = functionsOfKind(template, "relay");
+    if (!relay) throw new Error("no relay");
+    const relayEnv = (relay.Properties.Environment as { Variables: Record<string, string> })
+      .Variables;
+    const direct = packedJsonText(
+      z.array(z.object({ group: z.string(), queue: z.string(), rules: z.unknown() })),
+      DIRECT_GROUPS_ENV,
+    ).parse(relayEnv[DIRECT_GROUPS_ENV]);
+    expect(direct.find((g) => g.group === "a2a-push")).toEqual({
+      group: "a2a-push",
+      queue: "agentbus-dev-a2a-push.fifo",
+      rules: PUSH_EVENT_RULES,
+    });
+    const sends = statementsOf(template, relay).filter((s) => s.Action.includes("sqs:SendMessage"));
+    expect(sends.flatMap((s) => s.Resource.map(refersTo))).toContain(queueId);
   });
 
   it("tells both its functions the stack's features: every one on the reference stack, none on an application's", () => {

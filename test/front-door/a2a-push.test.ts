@@ -1,4 +1,6 @@
+import type { LookupFunction } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { takes } from "../../functions/core/direct-delivery";
 import { InMemoryModelControls } from "../../functions/core/model-guard";
 import type { EventStore, StoredState } from "../../functions/core/ports";
 import {
@@ -11,22 +13,29 @@ import {
   PUSH_DELIVERY_DEFAULTS,
   type PushDeliveryPorts,
 } from "../../functions/front-door/a2a/push-delivery";
+import { PUSH_EVENT_RULES } from "../../functions/front-door/a2a/push-events";
+import type { PushRequest } from "../../functions/front-door/a2a/push-transport";
 import type { A2aPorts } from "../../functions/front-door/a2a/run-agent";
 import { type A2aAnswer, type A2aService, answerA2a } from "../../functions/front-door/a2a/serve";
 import { runIdOfTask, taskIdOfRun } from "../../functions/front-door/a2a/task";
 import { InMemoryTenantLimits } from "../../functions/front-door/limits";
 import { InMemoryRunsInFlight } from "../../functions/front-door/runs-in-flight";
+import { createA2aPushHandler } from "../../functions/handlers/a2a-push";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
-import { type Envelope, registry } from "../../schemas";
+import { type Envelope, registry, type Topic } from "../../schemas";
+import { newUlid, unvalidatedEnvelope } from "../support/factories";
+import { sqsEvent, sqsRecord } from "../support/lambda-events";
 import { startWebhook, type TestWebhook } from "../support/push-webhook";
 import { REFERENCE_FRONT_DOOR_WORKFLOWS } from "../support/reference";
 
 /**
  * A2A push notifications in memory (functions/front-door/a2a/push-*.ts): the config methods
  * through the SDK's JSON-RPC handler over the task records' in-memory twin (a URL checked, a
- * tenant's configs its own), and the delivery from stored events to a webhook the test runs on
- * 127.0.0.1: the states in order, each once, the token sent back, a failing webhook retried and
- * then recorded, a slow one timed out. On the local stack: test/e2e/a2a-agent.test.ts.
+ * tenant's configs its own), and the delivery from stored events (SQS records of the push queue,
+ * as the relay sends them) to a webhook the test runs on 127.0.0.1: the states in order, each
+ * once, the token sent back, a failing webhook retried and then recorded, a slow one timed out, a
+ * name connected to at the address it was checked at (an injected resolver: no DNS lookup), and
+ * only a failing run's messages received again. On the local stack: test/e2e/a2a-agent.test.ts.
  */
 
 process.env.POWERTOOLS_METRICS_DISABLED = "true";
@@ -94,13 +103,21 @@ function runStore() {
   return { runs, store };
 }
 
-/** A stored event of run `runId`: on the run's own stream, or on a step role's. */
-function storedEvent(runId: string, version: number, stream = { type: "dag_run", id: runId }) {
-  return {
-    event_type: "node.blocked",
+/**
+ * A stored event of run `runId` (on the run's own stream, or on a step role's) as the relay sends
+ * it to the push queue: an SQS record of the run's message group, the envelope its body.
+ */
+function relayed(runId: string, version: number, stream = { type: "dag_run", id: runId }) {
+  const envelope: Envelope = {
+    ...unvalidatedEnvelope("node.blocked", {}, { ...stream, version }),
+    event_id: newUlid(),
     order_key: runId,
-    aggregate: { ...stream, version },
-  } as unknown as Envelope;
+  };
+  return sqsRecord({
+    body: JSON.stringify(envelope),
+    groupId: runId,
+    deduplicationId: envelope.event_id,
+  });
 }
 
 function acmeRecord(url: string, extra: Partial<TaskPushRecord> = {}): TaskPushRecord {
@@ -344,10 +361,10 @@ describe("delivery from the stored events", () => {
       "completed",
     ] as const) {
       runs.set(RUN, { data: runState(status), checkpoints: {} });
-      await deliverTaskPushes([storedEvent(RUN, ++version)], ports, settings);
+      await deliverTaskPushes([relayed(RUN, ++version)], ports, settings);
     }
-    // A batch read again (the mapping's retry) delivers nothing twice.
-    await deliverTaskPushes([storedEvent(RUN, version)], ports, settings);
+    // A message received again (the queue's redelivery) delivers nothing twice.
+    await deliverTaskPushes([relayed(RUN, version)], ports, settings);
     expect(webhook.states()).toEqual([
       "TASK_STATE_WORKING",
       "TASK_STATE_INPUT_REQUIRED",
@@ -376,13 +393,16 @@ describe("delivery from the stored events", () => {
       acmeRecord(webhook.url, { delivered: { state: "TASK_STATE_WORKING", seq: 1 } }),
     );
     runs.set(RUN, { data: runState("working"), checkpoints: {} });
-    const report = storedEvent(RUN, 3, { type: "agent_run", id: "review-1" });
+    const report = relayed(RUN, 3, { type: "agent_run", id: "ar_review-1" });
     const { ports, settings } = delivery(configs, store);
     let waited = 0;
     // The orchestrator applies the report while the delivery waits.
     ports.sleep = async (ms) => {
       waited += ms;
-      runs.set(RUN, { data: runState("input-required"), checkpoints: { "agent_run#review-1": 3 } });
+      runs.set(RUN, {
+        data: runState("input-required"),
+        checkpoints: { "agent_run#ar_review-1": 3 },
+      });
     };
     await deliverTaskPushes([report], ports, settings);
     expect(waited).toBe(settings.pollMs);
@@ -396,7 +416,9 @@ describe("delivery from the stored events", () => {
     configs.records.set(RUN, acmeRecord(webhook.url));
     runs.set(RUN, { data: runState("working"), checkpoints: {} });
     const { ports, settings, slept } = delivery(configs, store);
-    const [first] = await deliverTaskPushes([storedEvent(RUN, 1)], ports, settings);
+    const {
+      outcomes: [first],
+    } = await deliverTaskPushes([relayed(RUN, 1)], ports, settings);
     expect(webhook.received).toHaveLength(3);
     expect(slept).toEqual([1000, 2000]);
     expect(first?.failed).toEqual([]);
@@ -415,8 +437,8 @@ describe("delivery from the stored events", () => {
       configs.records.set(other, acmeRecord(webhook.url));
       runs.set(RUN, { data: runState("completed"), checkpoints: {} });
       runs.set(other, { data: runState("working"), checkpoints: {} });
-      const outcomes = await deliverTaskPushes(
-        [storedEvent(RUN, 2), storedEvent(other, 1)],
+      const { outcomes } = await deliverTaskPushes(
+        [relayed(RUN, 2), relayed(other, 1)],
         ports,
         settings,
       );
@@ -444,7 +466,9 @@ describe("delivery from the stored events", () => {
     configs.records.set(RUN, acmeRecord(webhook.url));
     runs.set(RUN, { data: runState("working"), checkpoints: {} });
     const { ports, settings } = delivery(configs, store);
-    const [outcome] = await deliverTaskPushes([storedEvent(RUN, 1)], ports, {
+    const {
+      outcomes: [outcome],
+    } = await deliverTaskPushes([relayed(RUN, 1)], ports, {
       ...settings,
       attempts: 1,
       timeoutMs: 200,
@@ -458,20 +482,195 @@ describe("delivery from the stored events", () => {
     configs.records.set(RUN, { ...acmeRecord("https://hooks.example.com/a2a") });
     runs.set(RUN, { data: runState("working"), checkpoints: {} });
     const { ports, settings } = delivery(configs, store);
-    const posted: string[] = [];
-    const [outcome] = await deliverTaskPushes(
-      [storedEvent(RUN, 1), storedEvent("run_not_an_a2a_task", 1)],
-      {
-        ...ports,
-        resolve: async () => ["10.1.2.3"],
-        post: async (url) => {
-          posted.push(url);
-          return 200;
-        },
-      },
+    const net = network({});
+    const {
+      outcomes: [outcome],
+    } = await deliverTaskPushes(
+      [relayed(RUN, 1), relayed("run_not_an_a2a_task", 1)],
+      { ...ports, resolve: async () => ["10.1.2.3"], post: net.post },
       { ...settings, allowLoopback: false },
     );
-    expect(posted).toEqual([]);
+    expect(net.posted).toEqual([]);
     expect(outcome?.failed[0]?.reason).toMatch(/resolves to 10\.1\.2\.3, inside the network/);
   });
+
+  it("connects to the address it checked: a name that answers otherwise the second time never reaches inside", async () => {
+    const outside = await startWebhook();
+    const inside = await startWebhook();
+    try {
+      const { runs, store } = runStore();
+      const configs = new MemoryTaskPushConfigs();
+      configs.records.set(RUN, acmeRecord("https://hooks.example.com/a2a"));
+      runs.set(RUN, { data: runState("working"), checkpoints: {} });
+      const { ports, settings } = delivery(configs, store);
+      // A public address first, then loopback: DNS rebinding.
+      const asked: string[] = [];
+      const rebinding = async (host: string) => {
+        asked.push(host);
+        return asked.length === 1 ? ["203.0.113.9"] : ["127.0.0.1"];
+      };
+      // The test's network: the public address is the outside webhook, loopback the inside one.
+      const net = network({ "203.0.113.9": outside.url, "127.0.0.1": inside.url });
+      const deliver = (post: PushDeliveryPorts["post"]) =>
+        deliverTaskPushes(
+          [relayed(RUN, 1)],
+          { ...ports, resolve: rebinding, post },
+          { ...settings, allowLoopback: false },
+        );
+      const {
+        outcomes: [outcome],
+      } = await deliver(net.post);
+      expect(outcome?.delivered).toEqual(["hook-1"]);
+      expect(asked).toEqual(["hooks.example.com"]);
+      expect(net.connected).toEqual(["203.0.113.9"]);
+      expect(outside.received).toHaveLength(1);
+      expect(inside.received).toHaveLength(0);
+
+      // The control: a connection that resolves the name again itself (as fetch did after the
+      // check) is carried inside by the second answer.
+      configs.records.set(RUN, acmeRecord("https://hooks.example.com/a2a"));
+      runs.set(RUN, { data: runState("completed"), checkpoints: {} });
+      await deliver(async (url, init) => {
+        const [address = ""] = await rebinding(new URL(url).hostname);
+        return net.post(url, { ...init, lookup: fixedLookup(address) });
+      });
+      expect(inside.received).toHaveLength(1);
+    } finally {
+      await outside.close();
+      await inside.close();
+    }
+  });
+
+  it("by default POSTs over node:http to the address the injected resolver gave, its name the Host", async () => {
+    webhook = await startWebhook();
+    const { runs, store } = runStore();
+    const configs = new MemoryTaskPushConfigs();
+    const port = new URL(webhook.url).port;
+    // A name the local stack allows; the injected resolver answers it, not the system's.
+    configs.records.set(RUN, acmeRecord(`http://localhost:${port}/hook`));
+    runs.set(RUN, { data: runState("working"), checkpoints: {} });
+    const { ports, settings } = delivery(configs, store);
+    const asked: string[] = [];
+    const resolve = async (host: string) => {
+      asked.push(host);
+      return ["127.0.0.1"];
+    };
+    await deliverTaskPushes([relayed(RUN, 1)], { ...ports, resolve }, settings);
+    expect(asked).toEqual(["localhost"]);
+    expect(webhook.states()).toEqual(["TASK_STATE_WORKING"]);
+    expect(webhook.received[0]?.headers.host).toBe(`localhost:${port}`);
+  });
 });
+
+describe("what the relay sends the push queue", () => {
+  const pushFeed = { group: "a2a-push", queue: "q.fifo", rules: PUSH_EVENT_RULES };
+  const placed = (topic: Topic, type: string, stream: string, orderKey = RUN) => ({
+    topic,
+    envelope: {
+      ...unvalidatedEnvelope(type, {}, { type: stream, id: "x_1", version: 1 }),
+      order_key: orderKey,
+    },
+  });
+
+  it("takes what moves a task: a run's own commands, its end, a step's block, a child's approval request", () => {
+    for (const [topic, type, stream] of [
+      ["commands", "review.requested", "dag_run"],
+      ["commands", "review.confirm.requested", "dag_run"],
+      ["events", "workflow.completed", "dag_run"],
+      ["events", "workflow.cancelled", "dag_run"],
+      ["events", "workflow.rejected", "dag_run"],
+      ["events", "node.blocked", "agent_run"],
+      ["events", "workflow.child.approval.requested", "dag_run"],
+    ] as const)
+      expect(takes(pushFeed, placed(topic, type, stream)), type).toBe(true);
+  });
+
+  it("leaves out the step roles' answers, other streams' commands and what is no run's", () => {
+    expect(takes(pushFeed, placed("events", "step.completed", "agent_run"))).toBe(false);
+    expect(takes(pushFeed, placed("commands", "review.requested", "agent_run"))).toBe(false);
+    expect(takes(pushFeed, placed("events", "conversation.message.received", "conv"))).toBe(false);
+    expect(takes(pushFeed, placed("commands", "review.requested", "dag_run", "conv_1"))).toBe(
+      false,
+    );
+    expect(takes(pushFeed, placed("events", "workflow.completed", "dag_run", "conv_1"))).toBe(
+      false,
+    );
+  });
+});
+
+describe("the push function on its queue", () => {
+  it("names for receiving again only the messages of a run whose tables fail, and a message that is no stored event with the rest of its group", async () => {
+    const webhook = await startWebhook();
+    try {
+      const { runs, store } = runStore();
+      const OTHER = runIdOfTask("1b1c2d3e-4f50-4617-8899-aabbccddeeff") ?? "";
+      const THIRD = runIdOfTask("2b1c2d3e-4f50-4617-8899-aabbccddeeff") ?? "";
+      const configs = new MemoryTaskPushConfigs();
+      for (const run of [RUN, OTHER, THIRD]) {
+        configs.records.set(run, acmeRecord(webhook.url));
+        runs.set(run, { data: runState("working"), checkpoints: {} });
+      }
+      const failing: Pick<EventStore, "load"> = {
+        load: async (keys) => {
+          if (keys.state?.id === RUN) throw new Error("ProvisionedThroughputExceededException");
+          return store.load(keys);
+        },
+      };
+      const push = createA2aPushHandler({
+        env: { STATE_TABLE: "agentbus-state", A2A_PUSH_ALLOW_LOOPBACK: "true" },
+        store: failing,
+        configs,
+        sleep: async () => {},
+      });
+      const records = [
+        relayed(RUN, 1),
+        relayed(OTHER, 1),
+        relayed(THIRD, 1),
+        sqsRecord({ body: "{not json", groupId: THIRD }),
+        relayed(THIRD, 2),
+        relayed(RUN, 2),
+      ];
+      const response = await push(sqsEvent(records));
+      const id = (i: number) => records[i]?.messageId;
+      expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(
+        [id(0), id(5), id(3), id(4)].sort(),
+      );
+      // The other runs' tasks were told, the failing run's not.
+      expect(webhook.states()).toEqual(["TASK_STATE_WORKING", "TASK_STATE_WORKING"]);
+      expect(configs.records.get(RUN)?.delivered).toBeUndefined();
+      expect(configs.records.get(THIRD)?.delivered?.seq).toBe(1);
+    } finally {
+      await webhook.close();
+    }
+  });
+});
+
+/** A socket's lookup that always hands over `address`. */
+function fixedLookup(address: string): LookupFunction {
+  return (_host, options, callback) =>
+    options.all ? callback(null, [{ address, family: 4 }]) : callback(null, address, 4);
+}
+
+/**
+ * A transport as the network carries a POST: the host is resolved by the lookup the delivery gives
+ * the socket, and the address it hands over is where the POST goes (`routes`: address -> the URL
+ * of a webhook of the test on 127.0.0.1); the addresses connected to, and the URLs posted.
+ */
+function network(routes: Record<string, string>) {
+  const connected: string[] = [];
+  const posted: string[] = [];
+  const post = async (url: string, init: PushRequest): Promise<number> => {
+    const address = await new Promise<string>((resolve, reject) =>
+      init.lookup(new URL(url).hostname, { all: false }, (error, found) =>
+        error ? reject(error) : resolve(String(found)),
+      ),
+    );
+    connected.push(address);
+    const route = routes[address];
+    if (!route) throw new Error(`no route to ${address}`);
+    posted.push(url);
+    const answer = await fetch(route, { method: "POST", headers: init.headers, body: init.body });
+    return answer.status;
+  };
+  return { post, connected, posted };
+}

@@ -1,12 +1,9 @@
-import { lookup } from "node:dns/promises";
-import { isIP } from "node:net";
 import { A2A_CONTENT_TYPE, StreamResponse, TaskState } from "@a2a-js/sdk";
-import type { Envelope } from "../../../schemas";
+import { type Envelope, EnvelopeBase } from "../../../schemas";
 import type { Clock, EventStore } from "../../core/ports";
 import type { OrchestratorState } from "../../roles/orchestrator/state";
 import { DAG_RUN } from "../api";
 import {
-  isPrivateAddress,
   PUSH_FAILURES_KEPT,
   type PushConfig,
   type PushFailure,
@@ -14,14 +11,23 @@ import {
   type TaskPushConfigs,
   updatePushRecord,
 } from "./push-configs";
+import {
+  checkedLookup,
+  httpPost,
+  PushDestinationRefused,
+  type PushRequest,
+  type ResolveHost,
+  resolveHost,
+} from "./push-transport";
 import { taskIdOfRun, taskOfRun } from "./task";
 
 /**
- * Push notifications from the outbox: the events the event store holds (read from its table's
- * stream by functions/handlers/a2a-push.ts, never by the request that started a run) name the
- * runs that moved; for each run of an A2A task with push configs, the task is read from the run's
- * state (./task.ts, as `GetTask` reads it), and when its state is not the one last delivered, the
- * task (a v1.0 `StreamResponse` holding it) is POSTed to each config's URL:
+ * Push notifications from the outbox: the stored events that move an A2A task (./push-events.ts),
+ * which the relay sends the push function's FIFO queue in their run's message group (read by
+ * functions/handlers/a2a-push.ts, never by the request that started a run), name the runs that
+ * moved; for each run of an A2A task with push configs, the task is read from the run's state
+ * (./task.ts, as `GetTask` reads it), and when its state is not the one last delivered, the task
+ * (a v1.0 `StreamResponse` holding it) is POSTed to each config's URL:
  *
  * - headers: `Content-Type: application/a2a+json`; the config's token as
  *   `X-A2A-Notification-Token` (the receiver checks it is the one it set); its authentication as
@@ -33,12 +39,14 @@ import { taskIdOfRun, taskOfRun } from "./task";
  *   `attempts` in all; then it is recorded as failed on the task's record (`failures`, the last
  *   PUSH_FAILURES_KEPT) and reported, and the state counts as delivered: a webhook that is down
  *   misses it rather than holding its task's later states back.
- * - runs are delivered side by side, so a slow webhook holds up no other task's (only the batch).
- * - an event an orchestrator applies to the run (a step role's report) reaches the stream before
- *   the run's state has it: the run is read again every `pollMs` until its state applied the event
- *   (the run's checkpoint of the event's stream), at most `applyWaitMs`.
- * - a deployed stack POSTs only where `pushUrlProblem` allows, and to a name only where it resolves
- *   to public addresses (a name that resolves into the network is refused at each delivery).
+ * - runs are delivered side by side, so a slow webhook holds up no other task's (only the batch);
+ *   a run whose tables fail names its messages to be received again, and only its.
+ * - an event an orchestrator applies to the run (a step role's report) is stored before the run's
+ *   state has it: the run is read again every `pollMs` until its state applied the event (the
+ *   run's checkpoint of the event's stream), at most `applyWaitMs`.
+ * - a deployed stack POSTs only where `pushUrlProblem` allows, and to a name only at an address
+ *   it resolved and checked for that connection (./push-transport.ts: a name that resolves into
+ *   the network is refused at each delivery, and one that changes its answer cannot slip past).
  */
 
 export interface PushDeliveryPorts {
@@ -46,16 +54,24 @@ export interface PushDeliveryPorts {
   readonly configs: TaskPushConfigs;
   readonly clock: Clock;
   sleep(ms: number): Promise<void>;
-  /** POST a notification; the answer's status (throws when none came). Default: fetch. */
+  /**
+   * POST a notification over a connection whose socket resolves the host with `init.lookup`; the
+   * answer's status (throws when none came). Default: node:http / node:https (./push-transport.ts).
+   */
   post?(url: string, init: PushRequest): Promise<number>;
-  /** The addresses a host name resolves to. Default: the system's resolver. */
-  resolve?(host: string): Promise<string[]>;
+  /** The addresses a host name resolves to, once per connection. Default: the system's resolver. */
+  resolve?: ResolveHost;
 }
 
-export interface PushRequest {
-  readonly headers: Record<string, string>;
+/**
+ * A message of the push function's queue as SQS hands it over (an SQS record): the relay sent a
+ * stored event's envelope (JSON, its claim when large: the payload is not read here) in its run's
+ * message group.
+ */
+export interface RelayedEvent {
+  readonly messageId: string;
   readonly body: string;
-  readonly timeoutMs: number;
+  readonly attributes: { readonly MessageGroupId?: string };
 }
 
 export interface PushDeliverySettings {
@@ -86,27 +102,94 @@ export interface RunPushOutcome {
   readonly failed: readonly PushFailure[];
 }
 
-/** The newest stored event of each A2A task's run among `events` (by its order key, the run). */
-export function runsMoved(events: readonly Envelope[]): Map<string, Envelope> {
-  const moved = new Map<string, Envelope>();
-  for (const event of events) {
-    const runId = event.order_key;
-    if (taskIdOfRun(runId)) moved.set(runId, event);
-  }
-  return moved;
+/** A message to receive again, and why: its run's tables failed, or it is no stored event. */
+export interface RetriedMessage {
+  readonly messageId: string;
+  readonly runId: string;
+  readonly reason: string;
 }
 
-/** Deliver the state of every A2A task whose run moved in `events`, run by run side by side. */
+/** What one batch did: each run's delivery, and the messages to receive again. */
+export interface PushBatchOutcome {
+  readonly outcomes: RunPushOutcome[];
+  readonly retried: RetriedMessage[];
+}
+
+/** A run's messages in a batch, in order: the newest event read before any unreadable message. */
+interface RunMessages {
+  readonly ids: string[];
+  newest?: Envelope;
+  /** The first message that is no stored event: it and those after it are received again. */
+  unreadable?: { readonly at: number; readonly reason: string };
+}
+
+/** The batch's messages by run (their message group, else the envelope's order key). */
+export function runsMoved(messages: readonly RelayedEvent[]): Map<string, RunMessages> {
+  const runs = new Map<string, RunMessages>();
+  for (const message of messages) {
+    const read = envelopeOf(message.body);
+    const runId =
+      message.attributes.MessageGroupId ?? (read.ok ? read.envelope.order_key : "(no group)");
+    const run = runs.get(runId) ?? { ids: [] };
+    runs.set(runId, run);
+    run.ids.push(message.messageId);
+    if (run.unreadable) continue;
+    if (read.ok) run.newest = read.envelope;
+    else run.unreadable = { at: run.ids.length - 1, reason: read.reason };
+  }
+  return runs;
+}
+
+/** A message's body as the envelope of a stored event, or why it is not one. */
+function envelopeOf(
+  body: string,
+): { ok: true; envelope: Envelope } | { ok: false; reason: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch (error) {
+    return { ok: false, reason: `not JSON: ${error instanceof Error ? error.message : error}` };
+  }
+  const parsed = EnvelopeBase.safeParse(json);
+  if (!parsed.success)
+    return { ok: false, reason: `not an envelope: ${parsed.error.issues[0]?.message ?? ""}` };
+  const { order_key, ...rest } = parsed.data;
+  return { ok: true, envelope: { ...rest, order_key: order_key ?? rest.aggregate.id } };
+}
+
+/**
+ * Deliver the state of every A2A task whose run moved in `messages`, run by run side by side. A
+ * run whose delivery throws (a table failed) has all its messages received again; a message that
+ * is no stored event, it and the rest of its run's (a FIFO group keeps its order); no other.
+ */
 export async function deliverTaskPushes(
-  events: readonly Envelope[],
+  messages: readonly RelayedEvent[],
   ports: PushDeliveryPorts,
   settings: PushDeliverySettings,
-): Promise<RunPushOutcome[]> {
-  const moved = [...runsMoved(events)];
-  const outcomes = await Promise.all(
-    moved.map(([runId, event]) => deliverRunPush(runId, event, ports, settings)),
+): Promise<PushBatchOutcome> {
+  const runs = [...runsMoved(messages)];
+  const settled = await Promise.allSettled(
+    runs.map(([runId, run]) =>
+      run.newest && taskIdOfRun(runId)
+        ? deliverRunPush(runId, run.newest, ports, settings)
+        : undefined,
+    ),
   );
-  return outcomes.flatMap((o) => (o ? [o] : []));
+  const outcomes: RunPushOutcome[] = [];
+  const retried: RetriedMessage[] = [];
+  settled.forEach((result, i) => {
+    const [runId, run] = runs[i] ?? ["", { ids: [] }];
+    const again = (ids: readonly string[], reason: string) =>
+      retried.push(...ids.map((messageId) => ({ messageId, runId, reason })));
+    if (result.status === "rejected") again(run.ids, describeFailure(result.reason));
+    else if (run.unreadable) again(run.ids.slice(run.unreadable.at), run.unreadable.reason);
+    if (result.status === "fulfilled" && result.value) outcomes.push(result.value);
+  });
+  return { outcomes, retried };
+}
+
+function describeFailure(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 /** One run: its task's state, sent to its configs when it is not the one last delivered. */
@@ -190,51 +273,25 @@ async function postWithRetries(
       : {}),
   };
   let reason = "";
+  const refused = pushUrlProblem(config.url, settings.allowLoopback);
+  if (refused) return refused;
+  const post = ports.post ?? httpPost;
+  const lookup = checkedLookup(ports.resolve ?? resolveHost, settings.allowLoopback);
   for (let attempt = 1; attempt <= settings.attempts; attempt++) {
     if (attempt > 1) await ports.sleep(settings.backoffMs * 2 ** (attempt - 2));
     try {
-      const refused = await destinationProblem(config.url, ports, settings.allowLoopback);
-      if (refused) return refused;
-      const post = ports.post ?? fetchPost;
-      const status = await post(config.url, { headers, body, timeoutMs: settings.timeoutMs });
+      const status = await post(config.url, {
+        headers,
+        body,
+        timeoutMs: settings.timeoutMs,
+        lookup,
+      });
       if (status >= 200 && status < 300) return undefined;
       reason = `the webhook answered ${status}`;
     } catch (error) {
+      if (error instanceof PushDestinationRefused) return error.message;
       reason = `the webhook did not answer: ${error instanceof Error ? error.message : String(error)}`;
     }
   }
   return `${reason} (${settings.attempts} attempts)`;
-}
-
-/** Why the URL is not called now: refused as a config would be, or its name resolves inward. */
-async function destinationProblem(
-  url: string,
-  ports: PushDeliveryPorts,
-  allowLoopback: boolean,
-): Promise<string | undefined> {
-  const problem = pushUrlProblem(url, allowLoopback);
-  if (problem) return problem;
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
-  if (allowLoopback || isIP(host) !== 0) return undefined;
-  const resolve = ports.resolve ?? resolveHost;
-  const inward = (await resolve(host)).filter(isPrivateAddress);
-  return inward.length > 0
-    ? `the push notification URL's host ${host} resolves to ${inward.join(", ")}, inside the network`
-    : undefined;
-}
-
-async function resolveHost(host: string): Promise<string[]> {
-  return (await lookup(host, { all: true })).map((a) => a.address);
-}
-
-async function fetchPost(url: string, init: PushRequest): Promise<number> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: init.headers,
-    body: init.body,
-    redirect: "manual",
-    signal: AbortSignal.timeout(init.timeoutMs),
-  });
-  await response.body?.cancel();
-  return response.status;
 }

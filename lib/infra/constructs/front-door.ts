@@ -202,6 +202,7 @@ export class FrontDoor extends Construct {
   readonly api: HttpApi;
   readonly stage: HttpStage;
   readonly accessLog: LogGroup;
+  private push?: A2aPushDelivery;
 
   constructor(scope: Construct, id: string, props: FrontDoorProps) {
     super(scope, id);
@@ -415,12 +416,17 @@ export class FrontDoor extends Construct {
   }
 
   /**
-   * The A2A tasks' push notifications: the stream function keeps their configs on the state table
-   * (`a2a_push#<run id>` items: GetItem, PutItem), and a function on the events table's stream
-   * delivers them (./a2a-push.ts).
+   * The A2A tasks' push notifications, where agents are offered over A2A: the stream function
+   * keeps their configs on the state table (`a2a_push#<run id>` items: GetItem, PutItem), and a
+   * function on a queue the relay feeds delivers them (./a2a-push.ts; the stack hands it to the
+   * relay).
    */
+  get a2aPush(): A2aPushDelivery | undefined {
+    return this.push;
+  }
+
   private offerA2aPush(fn: AgentBusFunction, props: FrontDoorProps): void {
-    new A2aPushDelivery(this, "A2aPush", { tables: props.tables });
+    this.push = new A2aPushDelivery(this, "A2aPush", { tables: props.tables, stage: props.stage });
     fn.addEnvironment("A2A_PUSH", "on");
     fn.addToRolePolicy(
       new PolicyStatement({

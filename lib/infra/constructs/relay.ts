@@ -118,6 +118,7 @@ export class Relay extends Construct {
   /** Every alarm of the relay. */
   readonly alarms: readonly Alarm[];
   private readonly wiredSubscriberBuses = new Set<string>();
+  private readonly directGroups: DirectGroup[] = [];
 
   constructor(scope: Construct, id: string, props: RelayProps) {
     super(scope, id);
@@ -238,23 +239,26 @@ export class Relay extends Construct {
   }
 
   /**
-   * The groups the relay delivers itself (`delivery: "relay"`): their FIFO queues' names, their
+   * The groups the relay delivers itself (`delivery: "relay"`, and the A2A push queue): their FIFO
+   * queues' names, their
    * tenant lanes (`tenantConcurrency`, when set) and their rules' patterns in `DIRECT_GROUPS` (JSON, compressed past 1 KB: functions/core/packed-json.ts),
    * and `sqs:SendMessage` (which SendMessageBatch needs) on exactly those queues. A queue is named,
    * not given by URL: its URL is the failure queue's with its own name, both queues of this stack
    * (same account and Region), so the value holds no token and packs. No resource of its own: a
-   * statement in the relay's policy.
+   * statement in the relay's policy. Called again, it adds to those already given.
    */
   deliverTo(groups: readonly DirectlyDelivered[]): void {
     const direct = groups.filter((g) => g.relayRules !== undefined);
     if (direct.length === 0) return;
-    const value: DirectGroup[] = direct.map((g) => ({
-      group: g.groupName,
-      queue: queueNameOf(g.queue),
-      ...(g.tenantConcurrency === undefined ? {} : { tenantConcurrency: g.tenantConcurrency }),
-      rules: g.relayRules ?? {},
-    }));
-    this.function.addEnvironment(DIRECT_GROUPS_ENV, packJson(value));
+    this.directGroups.push(
+      ...direct.map((g) => ({
+        group: g.groupName,
+        queue: queueNameOf(g.queue),
+        ...(g.tenantConcurrency === undefined ? {} : { tenantConcurrency: g.tenantConcurrency }),
+        rules: g.relayRules ?? {},
+      })),
+    );
+    this.function.addEnvironment(DIRECT_GROUPS_ENV, packJson(this.directGroups));
     for (const group of direct) group.queue.grant(this.function, "sqs:SendMessage");
   }
 
