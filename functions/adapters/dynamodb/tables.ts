@@ -22,7 +22,8 @@ import type { StreamHead } from "../../core/ports";
  *                 one status. Their keys stay put
  *                 while a state changes, so a write that keeps the kind, the status and what it
  *                 waits for writes no index entry; the lists read the summaries from the items.
- * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
+ * - events:       pk = `${type}#${id}`, sk version (N); event_id (or stored_id: below),
+ *                 event_type, schema_version,
  *                 correlation_id (or trace_correlation_id), occurred_at, envelope (the full
  *                 envelope JSON; or envelope_z, that JSON deflated, when it is large:
  *                 ./deflated-json), the task
@@ -36,7 +37,17 @@ import type { StreamHead } from "../../core/ports";
  *                 with its run from the table (Query by stream key). Sparse GSI task-roots
  *                 (task_id, event_id; keys and correlation_id): where a task's correlations are
  *                 found. GSI by-event-id (event_id; keys and the correlation): the trace of
- *                 a stored event's id. Stream NEW_IMAGE (the outbox the relay reads).
+ *                 a stored event's id. Those three are keyed by event_id, which only an event
+ *                 whose id does not carry its correlation's digest has (stored before ids did,
+ *                 or minted elsewhere). The hub mints every stored event's id with that digest
+ *                 in its last 8 characters (functions/core/event-ids.ts); such an event keeps
+ *                 its id in stored_id and enters the digest indexes instead: sparse GSI
+ *                 trace-by-digest (trace_digest, stored_id; keys, correlation_id and the task)
+ *                 on the same events as trace-by-correlation, with trace_digest the digest, so
+ *                 a trace by correlation reads its digest's partition and a trace by an event's
+ *                 id the partition its id names; sparse GSI digest-task-roots (task_id,
+ *                 stored_id; keys and correlation_id) as task-roots. No index holds every
+ *                 event. Stream NEW_IMAGE (the outbox the relay reads).
  * - inbox:        pk = `inbox#${group}#${eventId}` (inbox rows, TTL attribute `ttl`),
  *                 pk = `failure#${group}#${eventId}` (failure records, TTL `ttl`) and
  *                 pk = `checkpoint#${group}#${type}#${id}` (checkpoint rows, `version`, no ttl).
