@@ -13,6 +13,8 @@ import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reade
 import { correlationDigest, eventIdSource } from "../../functions/core/event-ids";
 import { ManualClock } from "../../functions/core/runtime";
 import { fromSdk } from "../../lib/operator/from-sdk";
+import { taskTenant } from "../../lib/operator/lists";
+import type { OpsStack } from "../../lib/operator/stack";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import {
@@ -153,6 +155,10 @@ describe("the trace of events whose ids carry their correlation's digest", () =>
     // A digest id through trace-by-digest (a run's first event or not), a plain one by-event-id.
     for (const e of stored)
       expect(await store.correlationOfEvent(e.event_id)).toBe(e.correlation_id);
+    // The operator's tenant of a task, from its first root (here one with a digest id).
+    const ops = { dynamodb: client, names: { tables } } as unknown as OpsStack;
+    expect(await taskTenant(ops, taskId)).toBe("default");
+    expect(await taskTenant(ops, newTaskId())).toBeUndefined();
   });
 
   it("names no correlation for an id that only carries a stored correlation's digest", async () => {
