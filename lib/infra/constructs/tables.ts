@@ -273,8 +273,9 @@ const CONSUMER_ACTIONS = {
  *   stack upgrades, also the legacy ones its stage keeps: stateIndexLayouts); `ttl` only on an
  *   item that holds nothing but unsequenced ids, which expires with them.
  * - `events`: the event store and outbox (`pk` aggregate, `version`), stream NEW_IMAGE to the
- *   relay, trace indexes by correlation (every event, keys and task) and of task roots (while a
- *   stack upgrades, also the legacy ones its stage keeps: traceIndexLayouts).
+ *   relay, trace indexes by correlation digest and of task roots, and those keyed by `event_id`
+ *   that hold the events stored before ids carried the digest (while a stack upgrades, also the
+ *   legacy ones its stage keeps: traceIndexLayouts).
  * - `inbox`: per-group dedup records (each group's outcome of each event), failure records and
  *   checkpoints (`pk`), expiring on `ttl`; the same two trace indexes.
  * - `side-effects`: idempotency keys of external actions (`effect_key`).
