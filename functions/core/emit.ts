@@ -109,7 +109,9 @@ export function buildEmitted(
   let traceparent = cause ? continueTraceparent({ cause, producer, attempt }) : undefined;
   return specs.map((spec, index) => {
     const definition = pickDefinition(spec, deps);
-    const eventId = deps.ids.next();
+    const correlationId = spec.cause?.correlationId ?? cause?.correlation_id ?? root?.correlationId;
+    // The id of a stored event carries its correlation's digest: a trace by the id finds it.
+    const eventId = deps.ids.next(correlationId);
     // A chain without a cause starts its trace at its first message.
     traceparent ??= startTraceparent(eventId, root?.traceparent);
     const candidate: Record<string, unknown> = {
@@ -117,7 +119,7 @@ export function buildEmitted(
       event_type: definition.type,
       schema_version: definition.schemaVersion,
       occurred_at: isoTime(now),
-      correlation_id: spec.cause?.correlationId ?? cause?.correlation_id ?? root?.correlationId,
+      correlation_id: correlationId,
       causation_id: spec.cause?.eventId ?? cause?.event_id ?? null,
       task_id: spec.taskId ?? cause?.task_id ?? root?.taskId,
       aggregate: { type: stream.type, id: stream.id, version: headVersion + index + 1 },

@@ -11,8 +11,12 @@ export interface Clock {
 }
 
 export interface IdSource {
-  /** A new ULID, monotonic within the process. */
-  next(): string;
+  /**
+   * A new ULID, monotonic within the process. Given the correlation of the stored event it is the
+   * id of, an id that carries that correlation's digest (./event-ids.ts), which a trace by the id
+   * reads; a source that ignores it mints ids the events table indexes by id instead.
+   */
+  next(correlationId?: string): string;
 }
 
 /** One aggregate's current state: `revision` guards every write, `version` is its stream head. */

@@ -1,12 +1,14 @@
-import { monotonicFactory } from "ulid";
+import { eventIdSource } from "./event-ids";
 import type { Clock, IdSource } from "./ports";
 
 export const systemClock: Clock = { now: () => new Date() };
 
-/** ULIDs from one monotonic factory: strictly increasing within the process. */
+/**
+ * ULIDs from one monotonic source: strictly increasing within the process; the id of a stored
+ * event carries its correlation's digest (./event-ids.ts).
+ */
 export function ulidSource(clock: Clock = systemClock): IdSource {
-  const factory = monotonicFactory();
-  return { next: () => factory(clock.now().getTime()) };
+  return eventIdSource(clock);
 }
 
 /** A clock tests and the local runtime can move by hand. */

@@ -178,7 +178,7 @@ export const LEGACY_CHECKPOINTS_KEY = "agentbus:legacyCheckpoints";
  */
 export const LIST_INDEX_UPGRADE_KEY = "agentbus:listIndexUpgrade";
 /**
- * Context key: the stage (`1` to `4`) of a stack deployed with the legacy trace indexes
+ * Context key: the stage (`1` to `7`) of a stack deployed with the legacy trace indexes
  * (`by-correlation`, `by-task` of the events and inbox tables, the events table's `by-hour`) that
  * upgrades to the current ones, one index of a table per deploy at most (traceIndexLayouts; see
  * lib/infra/README.md).

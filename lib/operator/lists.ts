@@ -407,9 +407,10 @@ function sideEffectOf(item: Record<string, unknown>): SideEffectView {
 }
 
 /**
- * The tenant of a task: the one its events name (the first root the events table's task-roots
- * index holds for it, read by its key), the default tenant when that names none; undefined when no
- * event of the task is stored.
+ * The tenant of a task: the one its events name (the first root the events table's
+ * digest-task-roots index holds for it, or task-roots for a task stored before ids carried their
+ * correlation's digest, read by its key), the default tenant when that names none; undefined when
+ * no event of the task is stored.
  */
 export async function taskTenant(stack: OpsStack, taskId: string): Promise<string | undefined> {
   const query = (index: string) =>
@@ -423,11 +424,18 @@ export async function taskTenant(stack: OpsStack, taskId: string): Promise<strin
         Limit: 1,
       }),
     );
-  // A stack still upgrading (`agentbus:traceIndexUpgrade`) may not have task-roots yet.
-  const page = await query(EventIndex.taskRoots).catch((error: unknown) => {
+  // A stack still upgrading (`agentbus:traceIndexUpgrade`) may not have either index yet.
+  const digested = await query(EventIndex.digestTaskRoots).catch((error: unknown) => {
     if (!missingIndex(error)) throw error;
-    return query(LegacyTraceIndex.byTask);
+    return undefined;
   });
+  const page =
+    digested?.Items?.[0] !== undefined
+      ? digested
+      : await query(EventIndex.taskRoots).catch((error: unknown) => {
+          if (!missingIndex(error)) throw error;
+          return query(LegacyTraceIndex.byTask);
+        });
   const root = page.Items?.[0];
   if (!root) return undefined;
   const [item] = await batchGetItems(fromSdk(stack.dynamodb), stack.names.tables.events, [

@@ -129,7 +129,8 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
 }
 
 /**
- * The correlation of an event id: a stored event's, from the event store (its by-event-id index);
+ * The correlation of an event id: a stored event's, from the event store (its trace-by-digest
+ * index, from the correlation digest the id carries; its by-event-id index for an older id);
  * else a message's that stored no event, from the groups' records of it (inbox rows, failure
  * records); else from an audit record (the audit group recorded every stored event before it kept
  * only the messages no stream holds).

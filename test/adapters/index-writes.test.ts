@@ -107,8 +107,40 @@ describe("index write units", () => {
       "task-roots": 1,
       "by-stream-type": 1,
       "by-event-id": 1,
+      "trace-by-digest": 0,
+      "digest-task-roots": 0,
     });
     expect(units("PutItem", put)).toBe(4);
+    // The same event with an id that carries its correlation's digest (in stored_id, the digest in
+    // trace_digest): the digest indexes instead of the three keyed by event_id.
+    const { event_id, ...keyed } = first;
+    const digested = { ...keyed, stored_id: event_id, trace_digest: { S: "ABCDEFGH" } };
+    const digestPut = { TableName: names.events, Item: digested };
+    expect(
+      Object.fromEntries(
+        Object.entries(split).map(([index, c]) => [
+          index,
+          indexWriteUnits(c, "PutItem", digestPut, itemSize),
+        ]),
+      ),
+    ).toEqual({
+      "trace-by-correlation": 0,
+      "task-roots": 0,
+      "by-stream-type": 1,
+      "by-event-id": 0,
+      "trace-by-digest": 1,
+      "digest-task-roots": 1,
+    });
+    // And one that continues a run (no trace_digest, its correlation in trace_correlation_id),
+    // not a root, not a stream's first: no entry at all.
+    const { trace_digest, correlation_id, task_id, stream_type, ...bare } = digested;
+    const continuing = {
+      ...bare,
+      trace_correlation_id: correlation_id,
+      trace_task_id: task_id,
+      version: { N: "2" },
+    };
+    expect(units("PutItem", { TableName: names.events, Item: continuing })).toBe(0);
     // The other tables keep all their indexes: a root row still enters the inbox table's two.
     const row = { TableName: names.inbox, Item: inboxRow };
     for (const c of Object.values(split))

@@ -146,9 +146,15 @@ describe("the front door", () => {
     const eventsTable = { "Fn::GetAtt": [expect.stringMatching(/^TablesEvents/), "Arn"] };
     const index = (name: string) => ({ "Fn::Join": ["", [eventsTable, `/index/${name}`]] });
     expect(taskSteps?.Resource).toEqual(
-      expect.arrayContaining([eventsTable, index("task-roots"), index("trace-by-correlation")]),
+      expect.arrayContaining([
+        eventsTable,
+        index("task-roots"),
+        index("trace-by-correlation"),
+        index("digest-task-roots"),
+        index("trace-by-digest"),
+      ]),
     );
-    expect(taskSteps?.Resource).toHaveLength(3);
+    expect(taskSteps?.Resource).toHaveLength(5);
     expect(dynamodb.map((s) => ({ actions: s.Action, condition: s.Condition }))).toEqual([
       {
         actions: ["dynamodb:GetItem"],

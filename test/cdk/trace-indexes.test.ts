@@ -15,9 +15,9 @@ import { resources, synthesizeStack, testStack } from "./synth";
 /**
  * `agentbus:traceIndexUpgrade`: a stack deployed with the legacy trace indexes (by-correlation,
  * by-task, projecting all, in the events and the inbox table, and the events table's by-hour)
- * reaches the current ones (trace-by-correlation, task-roots, and the events table's by-event-id)
- * in six deploys, each creating or deleting one GSI of a table at most, the most CloudFormation
- * does to a table in one update.
+ * reaches the current ones (trace-by-correlation, task-roots, and the events table's by-event-id,
+ * trace-by-digest and digest-task-roots) in eight deploys, each creating or deleting one GSI of a
+ * table at most, the most CloudFormation does to a table in one update.
  */
 
 type TraceTable = "events" | "inbox";
@@ -71,12 +71,29 @@ describe("the trace indexes while a stack upgrades", () => {
       "task-roots",
       "by-stream-type",
     ]);
-    expect(names(synthesizedAt("events"))).toEqual([
+    expect(names(synthesizedAt("events", 6))).toEqual([
       "trace-by-correlation",
       "task-roots",
       "by-stream-type",
       "by-event-id",
     ]);
+    // A stack deployed with by-event-id starts here: + trace-by-digest, then + digest-task-roots.
+    expect(names(synthesizedAt("events", 7))).toEqual([
+      "trace-by-correlation",
+      "task-roots",
+      "by-stream-type",
+      "by-event-id",
+      "trace-by-digest",
+    ]);
+    expect(names(synthesizedAt("events"))).toEqual([
+      "trace-by-correlation",
+      "task-roots",
+      "by-stream-type",
+      "by-event-id",
+      "trace-by-digest",
+      "digest-task-roots",
+    ]);
+    expect(names(synthesizedAt("inbox", 7))).toEqual(["trace-by-correlation", "task-roots"]);
     expect(names(LEGACY.inbox)).toEqual(["by-correlation", "by-task"]);
     expect(names(synthesizedAt("inbox", 2))).toEqual([
       "by-correlation",
@@ -119,7 +136,13 @@ describe("the trace indexes while a stack upgrades", () => {
       const skipped = changes(LEGACY[table], synthesizedAt(table));
       expect(skipped.created, table).toEqual(
         table === "events"
-          ? ["trace-by-correlation", "task-roots", "by-event-id"]
+          ? [
+              "trace-by-correlation",
+              "task-roots",
+              "by-event-id",
+              "trace-by-digest",
+              "digest-task-roots",
+            ]
           : ["trace-by-correlation", "task-roots"],
       );
       expect(skipped.deleted, table).toEqual(
@@ -128,40 +151,67 @@ describe("the trace indexes while a stack upgrades", () => {
           : ["by-correlation", "by-task"],
       );
     }
-    // The first four deploys change both tables; the last two drop by-hour from the events table
-    // and add by-event-id to it.
+    // The first four deploys change both tables; the last four drop by-hour from the events table
+    // and add by-event-id, trace-by-digest and digest-task-roots to it.
     expect([...perDeploy]).toEqual([
       ["stage 1", 2],
       ["stage 2", 2],
       ["stage 3", 2],
       ["stage 4", 2],
       ["stage 5", 1],
+      ["stage 6", 1],
+      ["stage 7", 1],
       ["final", 1],
+    ]);
+    // A stack deployed with by-event-id (stage 6's set, the layout before digest ids) gets there
+    // in two deploys: stage 7, then none.
+    expect(changes(synthesizedAt("events", 6), synthesizedAt("events", 7)).created).toEqual([
+      "trace-by-digest",
+    ]);
+    expect(changes(synthesizedAt("events", 7), synthesizedAt("events")).created).toEqual([
+      "digest-task-roots",
     ]);
   });
 
   it("readers may query the current indexes, and at every stage the legacy ones too", () => {
-    expect(traceIndexNames()).toEqual(["trace-by-correlation", "task-roots", "by-event-id"]);
+    expect(traceIndexNames()).toEqual([
+      "trace-by-correlation",
+      "task-roots",
+      "by-event-id",
+      "trace-by-digest",
+      "digest-task-roots",
+    ]);
     for (const stage of TRACE_INDEX_UPGRADE_STAGES)
       expect(traceIndexNames(stage).sort(), `stage ${stage}`).toEqual([
         "by-correlation",
         "by-event-id",
         "by-task",
+        "digest-task-roots",
         "task-roots",
         "trace-by-correlation",
+        "trace-by-digest",
       ]);
+    // The inbox table has none of the events table's own.
+    const tables = new AgentBusTables(testStack(), "Tables", { traceIndexUpgrade: 7 });
+    expect(
+      tables
+        .inboxIndexArns()
+        .map((arn) => arn.split("/index/")[1])
+        .sort(),
+    ).toEqual(["by-correlation", "by-task", "task-roots", "trace-by-correlation"]);
   });
 
   it("takes the stage as a string (-c) or a number (cdk.json), and refuses any other value", () => {
     expect(parseTraceIndexUpgrade(undefined)).toBeUndefined();
     expect(parseTraceIndexUpgrade("1")).toBe(1);
     expect(parseTraceIndexUpgrade(3)).toBe(3);
-    for (const value of ["6", "0", "", true, null])
+    expect(parseTraceIndexUpgrade("7")).toBe(7);
+    for (const value of ["8", "0", "", true, null])
       expect(() => parseTraceIndexUpgrade(value), JSON.stringify(value)).toThrow(
-        `context agentbus:traceIndexUpgrade=${JSON.stringify(value)} is not an upgrade stage: use 1, 2, 3, 4, 5`,
+        `context agentbus:traceIndexUpgrade=${JSON.stringify(value)} is not an upgrade stage: use 1, 2, 3, 4, 5, 6, 7`,
       );
-    expect(() => synthesizeStack({}, "AgentBus-trace", { [TRACE_INDEX_UPGRADE_KEY]: "6" })).toThrow(
-      'context agentbus:traceIndexUpgrade="6" is not an upgrade stage',
+    expect(() => synthesizeStack({}, "AgentBus-trace", { [TRACE_INDEX_UPGRADE_KEY]: "8" })).toThrow(
+      'context agentbus:traceIndexUpgrade="8" is not an upgrade stage',
     );
   });
 });

@@ -140,7 +140,8 @@ async function committedItem(appRegistry: EventRegistry) {
       ],
     }),
   });
-  const item = dynamo.puts.find((put) => put.event_id === event?.event_id);
+  // A stored event's id carries its correlation's digest: the item keeps it in stored_id.
+  const item = dynamo.puts.find((put) => put.stored_id === event?.event_id);
   if (!event || !item) throw new Error("the commit wrote no event item");
   return { event, item };
 }

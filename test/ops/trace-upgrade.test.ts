@@ -12,7 +12,9 @@ import { type InboxItem, inboxItem } from "../../functions/adapters/dynamodb/ite
 import { type IndexLayout, TABLES } from "../../functions/adapters/dynamodb/layouts";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
+import { eventIdSource } from "../../functions/core/event-ids";
 import type { InboxRecord } from "../../functions/core/ports";
+import { systemClock } from "../../functions/core/runtime";
 import { type TraceIndexUpgrade, traceIndexLayouts } from "../../lib/infra/constructs/tables";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { taskTenant } from "../../lib/operator/lists";
@@ -126,12 +128,21 @@ describe("the trace-index upgrade on moto", () => {
     const reader = new DynamoTraceReader({ client: fromSdk(client), tables });
     const ops = { dynamodb: client, names: { tables } } as unknown as OpsStack;
     const written: Envelope[] = [e1, e2];
+    const digestIds = eventIdSource(systemClock);
     const rows: string[] = [e1.event_id];
     let at = 3;
-    /** The new version at work: one event caused by the last (task root when it moves to c2). */
-    const consume = async (correlationId: string) => {
+    /**
+     * The new version at work: one event caused by the last (task root when it moves to c2), with
+     * a plain id, or (`digest`) one that carries its correlation's digest, as the hub mints them.
+     */
+    const consume = async (correlationId: string, digest = false) => {
       const cause = written.at(-1) as Envelope;
-      const next = taskEvent(at++, { taskId: task, correlationId, causationId: cause.event_id });
+      const next = taskEvent(at++, {
+        taskId: task,
+        correlationId,
+        causationId: cause.event_id,
+        ...(digest ? { eventId: digestIds.next(correlationId) } : {}),
+      });
       await store.commit({
         inbox: row("g", cause, "applied"),
         recordedByState: true,
@@ -175,15 +186,29 @@ describe("the trace-index upgrade on moto", () => {
     await traced("stage 4");
     await deployBoth(4, 5);
     await traced("stage 5");
-    await deployBoth(5);
+    await deployBoth(5, 6);
+    await traced("stage 6");
+    await deployBoth(6, 7);
+    await traced("stage 7");
+    await deployBoth(7);
     await traced("current");
-    expect(written).toHaveLength(6);
+    // Events with digest ids after the upgrade, a task root among them (the move back to c1).
+    await consume(c2, true);
+    await consume(c1, true);
+    await traced("current, digest ids");
+    expect(written).toHaveLength(8);
+    // Every stored event's correlation by its id: the plain ids through by-event-id, the others
+    // through trace-by-digest.
+    for (const e of written)
+      expect(await reader.correlationOfEvent(e.event_id), e.event_id).toBe(e.correlation_id);
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tables.events }));
     expect(Table?.GlobalSecondaryIndexes?.map((i) => i.IndexName).sort()).toEqual([
       "by-event-id",
       "by-stream-type",
+      "digest-task-roots",
       "task-roots",
       "trace-by-correlation",
+      "trace-by-digest",
     ]);
   });
 });

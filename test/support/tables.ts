@@ -16,7 +16,11 @@ import {
   TABLES,
   type TableLayout,
 } from "../../functions/adapters/dynamodb/layouts";
-import { EventIndex, StateIndex, type TableNames } from "../../functions/adapters/dynamodb/tables";
+import {
+  EVENT_TRACE_INDEXES,
+  StateIndex,
+  type TableNames,
+} from "../../functions/adapters/dynamodb/tables";
 
 /**
  * Create the four AgentBus tables from the layout in functions/adapters/dynamodb/tables.ts, named
@@ -68,15 +72,10 @@ export const LEGACY_STATE_LAYOUT: TableLayout = {
 
 /**
  * The indexes of a table but its trace indexes (the events table's by-stream-type): by-event-id
- * came after task roots.
+ * and the digest indexes came after task roots.
  */
 const notTrace = (layout: TableLayout) =>
-  (layout.indexes ?? []).filter(
-    (i) =>
-      i.name !== EventIndex.byCorrelation &&
-      i.name !== EventIndex.taskRoots &&
-      i.name !== EventIndex.byEventId,
-  );
+  (layout.indexes ?? []).filter((i) => !EVENT_TRACE_INDEXES.includes(i.name));
 
 /**
  * The events and inbox tables as stacks deployed them before task roots: the legacy trace indexes

@@ -1,5 +1,6 @@
 import { type AggregateRef, type Envelope, isTopic, type Topic } from "../../../schemas";
 import { DEFAULT_TENANT } from "../../../schemas/ids";
+import { carriesCorrelationDigest, digestOfEventId } from "../../core/event-ids";
 import type {
   FailureRecord,
   GateRecords,
@@ -61,7 +62,11 @@ export interface StateItem {
 export interface EventItem {
   readonly pk: string;
   readonly version: number;
-  readonly event_id: string;
+  /** The id, unless it carries its correlation's digest: then in `stored_id` (./tables EventAttr). */
+  readonly event_id?: string;
+  readonly stored_id?: string;
+  /** The digest `stored_id` carries, on an event trace-by-digest holds (./tables EventAttr). */
+  readonly trace_digest?: string;
   readonly event_type: string;
   readonly schema_version: number;
   /** The correlation, on an event the trace index holds; trace_correlation_id on any other. */
@@ -270,6 +275,8 @@ export function storedStateOf(item: StateItem): StoredState {
  * index's key, else in `trace_task_id`. `runStart` (./tables startsRun) and `root` each put its
  * correlation in `correlation_id`, the sparse trace index's key (task-roots projects it), else it
  * is in `trace_correlation_id`. `topic`: the bus its type is published on (EventAttr.topic).
+ * An id that carries the correlation's digest goes in `stored_id` (the digest indexes), with the
+ * digest in `trace_digest` where the trace index holds the event; any other in `event_id`.
  */
 export function eventItem(
   envelope: Envelope,
@@ -280,7 +287,7 @@ export function eventItem(
   return {
     pk: streamKey(envelope.aggregate),
     version: envelope.aggregate.version,
-    event_id: envelope.event_id,
+    ...idAttributes(envelope, root || runStart),
     event_type: envelope.event_type,
     schema_version: envelope.schema_version,
     ...(root || runStart
@@ -291,6 +298,19 @@ export function eventItem(
     ...storedEnvelope(envelope),
     ...(envelope.aggregate.version === 1 ? { stream_type: envelope.aggregate.type } : {}),
     ...(topic !== undefined ? { topic } : {}),
+  };
+}
+
+/**
+ * Where an event item keeps its id: `stored_id` when the id carries the correlation's digest (and
+ * the digest in `trace_digest` when the trace index holds the event), else `event_id`.
+ */
+function idAttributes(envelope: Envelope, traced: boolean) {
+  if (!carriesCorrelationDigest(envelope.event_id, envelope.correlation_id))
+    return { event_id: envelope.event_id };
+  return {
+    stored_id: envelope.event_id,
+    ...(traced ? { trace_digest: digestOfEventId(envelope.event_id) } : {}),
   };
 }
 

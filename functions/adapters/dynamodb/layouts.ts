@@ -105,6 +105,10 @@ export const LEGACY_INBOX_TRACE_INDEXES: readonly IndexLayout[] = [
 /** What the trace indexes project besides the keys: the task on one, the correlation on the other. */
 const TASK_PROJECTION = { include: TRACE_TASK_ATTRIBUTES } as const;
 const CORRELATION_PROJECTION = { include: [EventAttr.correlationId] } as const;
+/** trace-by-digest's: the correlation (a trace keeps its own of a digest's entries) and the task. */
+const DIGEST_PROJECTION = {
+  include: [EventAttr.correlationId, ...TRACE_TASK_ATTRIBUTES],
+} as const;
 
 /**
  * Key schemas, indexes, stream and TTL of the four tables, and of the payment provider stand-in's
@@ -167,6 +171,18 @@ export const TABLES = {
         name: EventIndex.byEventId,
         partitionKey: { name: EventAttr.eventId, type: "S" },
         projection: { include: TRACE_CORRELATION_ATTRIBUTES },
+      },
+      {
+        name: EventIndex.traceByDigest,
+        partitionKey: { name: EventAttr.traceDigest, type: "S" },
+        sortKey: { name: EventAttr.storedId, type: "S" },
+        projection: DIGEST_PROJECTION,
+      },
+      {
+        name: EventIndex.digestTaskRoots,
+        partitionKey: { name: EventAttr.taskId, type: "S" },
+        sortKey: { name: EventAttr.storedId, type: "S" },
+        projection: CORRELATION_PROJECTION,
       },
     ],
     stream: "NEW_IMAGE",

@@ -22,7 +22,8 @@ import type { StreamHead } from "../../core/ports";
  *                 one status. Their keys stay put
  *                 while a state changes, so a write that keeps the kind, the status and what it
  *                 waits for writes no index entry; the lists read the summaries from the items.
- * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
+ * - events:       pk = `${type}#${id}`, sk version (N); event_id (or stored_id: below),
+ *                 event_type, schema_version,
  *                 correlation_id (or trace_correlation_id), occurred_at, envelope (the full
  *                 envelope JSON; or envelope_z, that JSON deflated, when it is large:
  *                 ./deflated-json), the task
@@ -36,7 +37,17 @@ import type { StreamHead } from "../../core/ports";
  *                 with its run from the table (Query by stream key). Sparse GSI task-roots
  *                 (task_id, event_id; keys and correlation_id): where a task's correlations are
  *                 found. GSI by-event-id (event_id; keys and the correlation): the trace of
- *                 a stored event's id. Stream NEW_IMAGE (the outbox the relay reads).
+ *                 a stored event's id. Those three are keyed by event_id, which only an event
+ *                 whose id does not carry its correlation's digest has (stored before ids did,
+ *                 or minted elsewhere). The hub mints every stored event's id with that digest
+ *                 in its last 8 characters (functions/core/event-ids.ts); such an event keeps
+ *                 its id in stored_id and enters the digest indexes instead: sparse GSI
+ *                 trace-by-digest (trace_digest, stored_id; keys, correlation_id and the task)
+ *                 on the same events as trace-by-correlation, with trace_digest the digest, so
+ *                 a trace by correlation reads its digest's partition and a trace by an event's
+ *                 id the partition its id names; sparse GSI digest-task-roots (task_id,
+ *                 stored_id; keys and correlation_id) as task-roots. No index holds every
+ *                 event. Stream NEW_IMAGE (the outbox the relay reads).
  * - inbox:        pk = `inbox#${group}#${eventId}` (inbox rows, TTL attribute `ttl`),
  *                 pk = `failure#${group}#${eventId}` (failure records, TTL `ttl`) and
  *                 pk = `checkpoint#${group}#${type}#${id}` (checkpoint rows, `version`, no ttl).
@@ -175,7 +186,21 @@ export const DUE_SHARD = "due";
 export const EventAttr = {
   pk: "pk",
   version: "version",
+  /**
+   * The event's id, on an event whose id does not carry its correlation's digest (one stored
+   * before ids did, or minted elsewhere): the key of the legacy by-id indexes (LegacyEventIndex).
+   * An event whose id carries it (carriesCorrelationDigest) has its id in `stored_id` instead, so
+   * it enters none of them (eventIdOfItem reads either).
+   */
   eventId: "event_id",
+  /** The id of an event whose id carries its correlation's digest: the digest indexes' sort key. */
+  storedId: "stored_id",
+  /**
+   * On an event with `stored_id` that the trace index holds (it starts a run, or is a task root):
+   * the correlation digest its id carries (functions/core/event-ids.ts), the partition of
+   * trace-by-digest, so a trace by the id finds the correlation's entries from the id alone.
+   */
+  traceDigest: "trace_digest",
   eventType: "event_type",
   schemaVersion: "schema_version",
   /**
@@ -218,23 +243,53 @@ export const EventAttr = {
 } as const;
 
 /**
- * Global secondary indexes of the events table. The two trace indexes hold keys (and the task, or
- * the correlation) only: a trace reads the items they point at with BatchGetItem.
+ * Global secondary indexes of the events table. The trace indexes hold keys (and the task, or the
+ * correlation) only: a trace reads the runs their entries start from the table.
+ *
+ * An event whose id carries its correlation's digest (functions/core/event-ids.ts: the hub mints
+ * every stored event's id so) enters trace-by-digest and digest-task-roots, keyed by `stored_id`;
+ * any other event (stored before ids carried it, or with an id minted elsewhere) enters
+ * trace-by-correlation, task-roots and by-event-id, keyed by `event_id`. Each event enters one of
+ * the two sets; the readers read both.
  */
 export const EventIndex = {
-  /** Every event, by correlation and event id; projects the task (task_id, trace_task_id). */
+  /**
+   * Sparse: events with `event_id` that start a run or are task roots, by correlation and event
+   * id; projects the task (task_id, trace_task_id).
+   */
   byCorrelation: "trace-by-correlation",
-  /** Sparse: task roots (task_id), by task and event id; projects correlation_id. */
+  /** Sparse: task roots with `event_id` (task_id), by task and event id; projects correlation_id. */
   taskRoots: "task-roots",
   /** Sparse (first events only, keys only): every stream of an aggregate type, by stream key. */
   byStreamType: "by-stream-type",
   /**
-   * Every event, by its id; projects its correlation (correlation_id, trace_correlation_id): where
-   * a trace by a stored event's id finds the event's correlation, now that no group keeps a copy
-   * of every stored event (the audit group keeps only what no stream holds).
+   * Every event with `event_id`, by its id; projects its correlation (correlation_id,
+   * trace_correlation_id): where a trace by the id of an event stored before ids carried their
+   * correlation's digest finds the event's correlation.
    */
   byEventId: "by-event-id",
+  /**
+   * Sparse: events with `stored_id` that start a run or are task roots, by the digest of their
+   * correlation (trace_digest) and id; projects the correlation and the task. A trace by
+   * correlation reads the digest's partition and keeps the correlation's entries; a trace by an
+   * event's id reads the partition its id names and finds the correlation there.
+   */
+  traceByDigest: "trace-by-digest",
+  /** Sparse: task roots with `stored_id` (task_id), by task and id; projects correlation_id. */
+  digestTaskRoots: "digest-task-roots",
 } as const;
+
+/**
+ * The events table's trace indexes (by-stream-type is not one: rebuild's). The inbox table has the
+ * first two under the same names; the others are the events table's alone.
+ */
+export const EVENT_TRACE_INDEXES: readonly string[] = [
+  EventIndex.byCorrelation,
+  EventIndex.taskRoots,
+  EventIndex.byEventId,
+  EventIndex.traceByDigest,
+  EventIndex.digestTaskRoots,
+];
 
 /** Attribute names of inbox rows (the InboxRecord fields in snake_case, plus the TTL). */
 export const InboxAttr = {
@@ -341,6 +396,11 @@ export function isTaskRoot(
 /** The task an event item or inbox item names (task_id on a root, else trace_task_id). */
 export function taskOfItem(item: Record<string, unknown>): string {
   return String(item[EventAttr.taskId] ?? item[EventAttr.traceTaskId] ?? "");
+}
+
+/** The id of an event item (`event_id`, or `stored_id` when its id carries its digest). */
+export function eventIdOfItem(item: Record<string, unknown>): string {
+  return String(item[EventAttr.eventId] ?? item[EventAttr.storedId] ?? "");
 }
 
 /** The correlation an event item names (correlation_id when indexed, else trace_correlation_id). */

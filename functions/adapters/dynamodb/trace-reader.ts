@@ -1,6 +1,7 @@
 import { marshall } from "@aws-sdk/util-dynamodb";
 import type { Envelope } from "../../../schemas";
 import { chunk } from "../../core/batching";
+import { correlationDigest, digestOfEventId } from "../../core/event-ids";
 import type { Vault } from "../../core/personal-data/vault";
 import type {
   Clock,
@@ -34,6 +35,7 @@ import {
   correlationOfItem,
   EventAttr,
   EventIndex,
+  eventIdOfItem,
   failureKey,
   InboxAttr,
   inboxKey,
@@ -83,7 +85,7 @@ export class DynamoTraceReader implements TraceReader {
   }
 
   async eventsByTask(taskId: string): Promise<Envelope[]> {
-    const correlations = await this.correlationsOf("events", taskId);
+    const correlations = await this.eventCorrelationsOf(taskId);
     const found = await Promise.all(correlations.map((c) => this.eventItems(c)));
     return this.envelopes(found.flat().filter((item) => taskOfItem(item) === taskId));
   }
@@ -115,7 +117,7 @@ export class DynamoTraceReader implements TraceReader {
    */
   async outcomesByTask(taskId: string): Promise<OutcomeRecord[]> {
     const [stored, unstored] = await Promise.all([
-      this.correlationsOf("events", taskId),
+      this.eventCorrelationsOf(taskId),
       this.correlationsOf("inbox", taskId),
     ]);
     const correlations = [...new Set([...stored, ...unstored])];
@@ -136,25 +138,27 @@ export class DynamoTraceReader implements TraceReader {
   }
 
   /**
-   * The correlation of the stored event with this id, from the by-event-id index (keys and the
-   * correlation: no read of the item); undefined when no event has the id, or while a stack that
-   * upgrades (`agentbus:traceIndexUpgrade`) does not have the index yet.
+   * The correlation of the stored event with this id; undefined when no event has the id. An id
+   * stored in `event_id` (minted before ids carried their correlation's digest, or elsewhere) is
+   * in by-event-id (keys and the correlation: no read of the item). Any other carries the digest
+   * of its correlation: the correlations with entries in trace-by-digest under the digest its id
+   * names are read (as a trace reads them) until one holds the id, so an id that only looks like
+   * one names no correlation. Either index may be missing while a stack upgrades
+   * (`agentbus:traceIndexUpgrade`).
    */
   async correlationOfEvent(eventId: string): Promise<string | undefined> {
-    try {
-      const [entry] = await queryAll(this.options.client, {
-        TableName: this.options.tables.events,
-        IndexName: EventIndex.byEventId,
-        KeyConditionExpression: "#k = :k",
-        ExpressionAttributeNames: { "#k": EventAttr.eventId },
-        ExpressionAttributeValues: { ":k": { S: eventId } },
-        Limit: 1,
-      });
-      return entry ? correlationOfItem(entry) : undefined;
-    } catch (error) {
-      if (missingIndex(error)) return undefined;
-      throw error;
+    const [entry] = await this.queryOptional(EventIndex.byEventId, EventAttr.eventId, eventId, 1);
+    if (entry) return correlationOfItem(entry);
+    const entries = await this.queryOptional(
+      EventIndex.traceByDigest,
+      EventAttr.traceDigest,
+      digestOfEventId(eventId),
+    );
+    for (const correlation of new Set(entries.map(correlationOfItem))) {
+      const items = await this.eventItems(correlation);
+      if (items.some((item) => eventIdOfItem(item) === eventId)) return correlation;
     }
+    return undefined;
   }
 
   async groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {
@@ -188,7 +192,11 @@ export class DynamoTraceReader implements TraceReader {
    * up to the first event of another correlation.
    */
   private async eventItems(correlationId: string): Promise<Record<string, unknown>[]> {
-    const entries = await this.entries("events", correlationId);
+    const [plain, digested] = await Promise.all([
+      this.entries("events", correlationId),
+      this.digestEntries(correlationId),
+    ]);
+    const entries = [...plain, ...digested];
     const byStream = new Map<string, number[]>();
     for (const entry of entries) {
       const pk = String(entry[EventAttr.pk]);
@@ -227,6 +235,55 @@ export class DynamoTraceReader implements TraceReader {
   private async entriesOfTask(table: TraceTable, correlations: readonly string[], task: string) {
     const found = await Promise.all(correlations.map((c) => this.entries(table, c)));
     return found.flat().filter((entry) => taskOfItem(entry) === task);
+  }
+
+  /**
+   * The entries of a correlation's events whose ids carry its digest: trace-by-digest's partition
+   * of that digest, the correlation's own (another correlation may share the digest).
+   */
+  private async digestEntries(correlationId: string): Promise<Record<string, unknown>[]> {
+    const entries = await this.queryOptional(
+      EventIndex.traceByDigest,
+      EventAttr.traceDigest,
+      correlationDigest(correlationId),
+    );
+    return entries.filter((entry) => correlationOfItem(entry) === correlationId);
+  }
+
+  /** The correlations of a task's stored events: its roots' in task-roots and digest-task-roots. */
+  private async eventCorrelationsOf(taskId: string): Promise<string[]> {
+    const [plain, digested] = await Promise.all([
+      this.correlationsOf("events", taskId),
+      this.queryOptional(EventIndex.digestTaskRoots, EventAttr.taskId, taskId),
+    ]);
+    return [
+      ...new Set([...plain, ...digested.map((root) => String(root[EventAttr.correlationId]))]),
+    ];
+  }
+
+  /**
+   * Every entry of one key in one of the events table's indexes; none while the table does not
+   * have the index (a stack that upgrades: lib/infra/README.md). `limit`: at most that many.
+   */
+  private async queryOptional(
+    index: string,
+    attribute: string,
+    value: string,
+    limit?: number,
+  ): Promise<Record<string, unknown>[]> {
+    try {
+      return await queryAll(this.options.client, {
+        TableName: this.options.tables.events,
+        IndexName: index,
+        KeyConditionExpression: "#k = :k",
+        ExpressionAttributeNames: { "#k": attribute },
+        ExpressionAttributeValues: { ":k": { S: value } },
+        ...(limit === undefined ? {} : { Limit: limit }),
+      });
+    } catch (error) {
+      if (missingIndex(error)) return [];
+      throw error;
+    }
   }
 
   /** The correlations a task's roots name (the sparse task-roots index). */

@@ -44,7 +44,8 @@ export interface AuditRecord {
  * the trace finds it by correlation (by task through the task's stored events or failure
  * records), for the retention functions/core/retention.ts declares (`auditMessages`,
  * `heartbeats`). A stored event is never delivered to it: the event store is its record, and a
- * trace finds it by id there (the events table's by-event-id index), so nothing is delivered
+ * trace finds it by id there (the events table's trace-by-digest index, from the correlation
+ * digest its id carries; by-event-id for an event stored before), so nothing is delivered
  * twice to be stored twice. A stored event that still reaches it (the redrive of a dead letter
  * from before) gets the audit record below, as every stored event did before; a trace reads
  * those too. The operator's rebuild refuses the group: it keeps no stream's fold. It needs no

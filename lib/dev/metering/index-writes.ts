@@ -7,8 +7,8 @@ import {
   type TableLayout,
 } from "../../../functions/adapters/dynamodb/layouts";
 import {
+  EVENT_TRACE_INDEXES,
   EventAttr,
-  EventIndex,
   type TableNames,
 } from "../../../functions/adapters/dynamodb/tables";
 
@@ -70,12 +70,7 @@ export function legacyTraceCatalog(names: TableNames): IndexCatalog {
     ...layout,
     indexes: [
       ...trace,
-      ...(layout.indexes ?? []).filter(
-        (i) =>
-          i.name !== EventIndex.byCorrelation &&
-          i.name !== EventIndex.taskRoots &&
-          i.name !== EventIndex.byEventId,
-      ),
+      ...(layout.indexes ?? []).filter((i) => !EVENT_TRACE_INDEXES.includes(i.name)),
     ],
   });
   return {
@@ -87,19 +82,23 @@ export function legacyTraceCatalog(names: TableNames): IndexCatalog {
 
 /**
  * An item as the version before task roots wrote it: every event and row with its `task_id` and
- * `correlation_id`, and an event with the hour and UTC time of its `occurred_at` (the keys of
- * by-hour).
+ * `correlation_id`, an event with its id in `event_id` (not `stored_id`, no `trace_digest`) and
+ * with the hour and UTC time of its `occurred_at` (the keys of by-hour).
  */
 export function legacyItem(item: Item): Item {
   const {
     [EventAttr.traceTaskId]: task,
     [EventAttr.traceCorrelationId]: correlation,
+    [EventAttr.storedId]: storedId,
+    [EventAttr.traceDigest]: _digest,
     ...rest
   } = item;
   const occurred = item[EventAttr.occurredAt]?.S;
-  const utc = occurred && item[EventAttr.eventId] ? new Date(occurred).toISOString() : undefined;
+  const isEvent = item[EventAttr.eventId] !== undefined || storedId !== undefined;
+  const utc = occurred && isEvent ? new Date(occurred).toISOString() : undefined;
   return {
     ...rest,
+    ...(storedId ? { [EventAttr.eventId]: storedId } : {}),
     ...(task ? { [EventAttr.taskId]: task } : {}),
     ...(correlation ? { [EventAttr.correlationId]: correlation } : {}),
     ...(utc

@@ -20,7 +20,9 @@ import {
   type TableLayout,
 } from "../../../functions/adapters/dynamodb/layouts";
 import {
+  EVENT_TRACE_INDEXES,
   EventIndex,
+  InboxIndex,
   LegacyStateIndex,
   LegacyTraceIndex,
   SideEffectIndex,
@@ -50,10 +52,10 @@ export interface AgentBusTablesProps {
 }
 
 /** A stage of the trace-index upgrade (traceIndexLayouts). */
-export type TraceIndexUpgrade = 1 | 2 | 3 | 4 | 5;
+export type TraceIndexUpgrade = 1 | 2 | 3 | 4 | 5 | 6 | 7;
 
 /** The upgrade stages, in the order they are deployed. */
-export const TRACE_INDEX_UPGRADE_STAGES: readonly TraceIndexUpgrade[] = [1, 2, 3, 4, 5];
+export const TRACE_INDEX_UPGRADE_STAGES: readonly TraceIndexUpgrade[] = [1, 2, 3, 4, 5, 6, 7];
 
 /** The trace indexes each upgrade stage keeps, legacy and current (a table has those it has). */
 const TRACE_INDEXES_AT: Readonly<Record<TraceIndexUpgrade, readonly string[]>> = {
@@ -78,16 +80,26 @@ const TRACE_INDEXES_AT: Readonly<Record<TraceIndexUpgrade, readonly string[]>> =
   ],
   4: [LegacyTraceIndex.byHour, EventIndex.byCorrelation, EventIndex.taskRoots],
   5: [EventIndex.byCorrelation, EventIndex.taskRoots],
+  6: [EventIndex.byCorrelation, EventIndex.taskRoots, EventIndex.byEventId],
+  7: [
+    EventIndex.byCorrelation,
+    EventIndex.taskRoots,
+    EventIndex.byEventId,
+    EventIndex.traceByDigest,
+  ],
 };
 
 /**
  * The names of the trace indexes (InboxIndex names the inbox table's first two the same; the
- * events table alone has by-event-id).
+ * others are the events table's alone).
  */
-const TRACE_INDEX_NAMES: readonly string[] = [
-  EventIndex.byCorrelation,
-  EventIndex.taskRoots,
-  EventIndex.byEventId,
+const TRACE_INDEX_NAMES: readonly string[] = EVENT_TRACE_INDEXES;
+
+/** The trace indexes of the inbox table, and the legacy ones an upgrading one may still have. */
+const INBOX_TRACE_INDEX_NAMES: readonly string[] = [
+  ...Object.values(InboxIndex),
+  LegacyTraceIndex.byCorrelation,
+  LegacyTraceIndex.byTask,
 ];
 
 /**
@@ -108,9 +120,14 @@ const TRACE_INDEX_NAMES: readonly string[] = [
  * 3. − by-correlation;
  * 4. − by-task;
  * 5. − by-hour, from the events table;
- * 6. (no stage) + by-event-id, in the events table (filled from `event_id`, which every event
- *    has): the current layout. A stack deployed with the other current indexes gets it in one
- *    deploy, without a stage.
+ * 6. + by-event-id, in the events table (filled from `event_id`, which every event stored
+ *    before has);
+ * 7. + trace-by-digest, in the events table (filled from `trace_digest` and `stored_id`: the
+ *    events stored since ids carry their correlation's digest, which enter none of the three
+ *    indexes keyed by `event_id`);
+ * 8. (no stage) + digest-task-roots (`task_id`, `stored_id`): the current layout. A stack deployed
+ *    with by-event-id gets there in two deploys (7, then none); in between, a trace by task finds
+ *    no task whose roots' ids carry a digest, until digest-task-roots is filled.
  *
  * The readers query a new index and read its legacy counterpart while the table lacks it. Order:
  * the legacy indexes the stage keeps, then the current ones (the others always).
@@ -256,8 +273,9 @@ const CONSUMER_ACTIONS = {
  *   stack upgrades, also the legacy ones its stage keeps: stateIndexLayouts); `ttl` only on an
  *   item that holds nothing but unsequenced ids, which expires with them.
  * - `events`: the event store and outbox (`pk` aggregate, `version`), stream NEW_IMAGE to the
- *   relay, trace indexes by correlation (every event, keys and task) and of task roots (while a
- *   stack upgrades, also the legacy ones its stage keeps: traceIndexLayouts).
+ *   relay, trace indexes by correlation digest and of task roots, and those keyed by `event_id`
+ *   that hold the events stored before ids carried the digest (while a stack upgrades, also the
+ *   legacy ones its stage keeps: traceIndexLayouts).
  * - `inbox`: per-group dedup records (each group's outcome of each event), failure records and
  *   checkpoints (`pk`), expiring on `ttl`; the same two trace indexes.
  * - `side-effects`: idempotency keys of external actions (`effect_key`).
@@ -367,7 +385,7 @@ export class AgentBusTables extends Construct {
   /** The ARN of each trace index of the inbox table a reader may query (traceIndexes). */
   inboxIndexArns(): string[] {
     return this.traceIndexes
-      .filter((name) => name !== EventIndex.byEventId)
+      .filter((name) => INBOX_TRACE_INDEX_NAMES.includes(name))
       .map((name) => `${this.inbox.tableArn}/index/${name}`);
   }
 
