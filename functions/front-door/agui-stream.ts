@@ -20,7 +20,7 @@ import {
   pendingAfter,
   START,
 } from "./agui-position";
-import { toolCallArgsOf } from "./agui-tool-args";
+import { toolCallReadsOf } from "./agui-tool-args";
 import { CONVERSATION_VIEW, conversationOf } from "./api";
 import { fail } from "./http";
 import type { Caller } from "./identity";
@@ -44,8 +44,8 @@ import type { Caller } from "./identity";
  *   not when the view's projection has folded it. A fresh read sends the facts by turn (oldest
  *   first), within a turn by stream in that order, within a stream by version.
  * - a run: its stream and its assignments' streams (./agui-run.ts).
- * - either: the model turns that hold the inputs of the agents' tool calls it sends, once per
- *   connection (./agui-tool-args.ts).
+ * - either: the model turns that hold the inputs of the agents' tool calls it sends, and the
+ *   answers their models were given (their outputs), once per connection (./agui-tool-args.ts).
  */
 
 /** What an AG-UI stream reads. */
@@ -56,8 +56,9 @@ export interface AguiPorts {
   /** Opens the personal fields of `envelopes` (the function's vault); absent: left sealed. */
   open?(envelopes: readonly Envelope[]): Promise<Envelope[]>;
   /**
-   * The content store, where agents keep their model turns (a tool call's input: its
-   * TOOL_CALL_ARGS, ./agui-tool-args.ts); absent: every call's args are ARGS_UNAVAILABLE.
+   * The content store, where agents keep their model turns and their tools' answers (a tool
+   * call's TOOL_CALL_ARGS and TOOL_CALL_RESULT, ./agui-tool-args.ts); absent: every call's args
+   * are ARGS_UNAVAILABLE and its output unavailable.
    */
   readonly content?: Pick<ContentStore, "getMany">;
 }
@@ -161,12 +162,12 @@ export async function conversationAgui(
       at = keepKeys(at, (key) => key === CONVERSATION_KEY || turns.has(turnOfKey(key)));
     } else if (view) facts = await underWayFacts(ports, view, { read, turns, seen });
     else return "more";
-    const args = await toolCallArgsOf(
+    const calls = await toolCallReadsOf(
       ports.content,
       facts.map((f) => f.fact),
     );
     at = sendPending(sink, facts, at, (e) =>
-      conversationFactEvents(thread, e, args.get(e.event_id)),
+      conversationFactEvents(thread, e, calls.get(e.event_id)),
     );
     return "more";
   };

@@ -586,7 +586,7 @@ describe("the AG-UI routes over an event store in memory", () => {
     expect(texts).toEqual(["message 1", "message 2", "message 3"]);
   });
 
-  it("a refund turn shows its agent's tool calls with their input, read once, resumable mid-call", async () => {
+  it("a refund turn shows its agent's tool calls with their input and output, read once, resumable mid-call", async () => {
     const { ports, append } = world({ task_1: [] });
     const content = new InMemoryContentStore();
     const reads: string[][] = [];
@@ -609,6 +609,12 @@ describe("the AG-UI routes over an event store in memory", () => {
     const turnRef = await content.put(
       JSON.stringify({ role: "assistant", text: "", toolCalls: calls }),
     );
+    // What the model was given of each call, as the loop stores it.
+    const outputs = [
+      { found: true, order: { order_id: "A-1002", total_cents: 2500 } },
+      { refund_id: "rf_1", amount_cents: 2500 },
+    ];
+    const resultRefs = await Promise.all(outputs.map((o) => content.put(JSON.stringify(o))));
     const run = refundRunId("task_1");
     const step = (done: Record<string, unknown>) =>
       at(
@@ -624,7 +630,7 @@ describe("the AG-UI routes over an event store in memory", () => {
       ),
     );
     append(step({ step: 1, kind: "model", model_run_id: `${run}:turn:1`, asked: ["get_order"] }));
-    for (const call of calls)
+    for (const [index, call] of calls.entries())
       append(
         step({
           step: 2,
@@ -633,6 +639,7 @@ describe("the AG-UI routes over an event store in memory", () => {
           tool_call_id: call.id,
           outcome: "succeeded (run)",
           turn_ref: turnRef,
+          result_ref: resultRefs[index],
         }),
       );
     append(at(fact("refund.approved", "task_1", { order_id: "A-1002" }), "agent_run", run));
@@ -641,24 +648,27 @@ describe("the AG-UI routes over an event store in memory", () => {
     const all = await read(withContent);
     await expect(verified(all.map((e) => e.event))).resolves.toHaveLength(all.length);
     const tools = all.flatMap(({ event }) => {
-      const e = event as BaseEvent & { toolCallName?: string; delta?: string };
+      const e = event as BaseEvent & { toolCallName?: string; delta?: string; content?: string };
       if (e.type === "TOOL_CALL_START") return [`start ${e.toolCallName}`];
+      if (e.type === "TOOL_CALL_RESULT") return [`result ${e.content}`];
       return e.type === "TOOL_CALL_ARGS" ? [`args ${e.delta}`] : [];
     });
     expect(tools).toEqual([
       "start get_order",
       'args {"order_id":"A-1002"}',
+      `result ${JSON.stringify(outputs[0])}`,
       "start issue_refund",
       'args {"order_id":"A-1002","amount_cents":2500}',
+      `result ${JSON.stringify(outputs[1])}`,
     ]);
     // The refund agent's run is the turn's fifth stream, sent after the router's and before the
-    // reply; its turn was read once, in five polls.
+    // reply; its turn and the answers were read once, in five polls.
     const types: string[] = all.map(({ event }) => event.type);
     expect(types.lastIndexOf("TOOL_CALL_RESULT")).toBeLessThan(
       types.lastIndexOf("TEXT_MESSAGE_CONTENT"),
     );
     expect(all.at(-1)?.id).toBe("1.1=1,1.3=1,1.5=4,c=1");
-    expect(reads).toEqual([[turnRef]]);
+    expect(reads).toEqual([[turnRef, ...resultRefs]]);
     for (let cut = 0; cut < all.length; cut++)
       expect(await read(withContent, all[cut]?.id), `after ${cut}`).toEqual(all.slice(cut + 1));
   });
