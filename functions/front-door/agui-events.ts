@@ -1,7 +1,8 @@
-import { type BaseEvent, EventType } from "@ag-ui/core";
+import type { BaseEvent } from "@ag-ui/core";
 import type { Envelope } from "../../schemas";
 import { shownPayload, shownText } from "./agui-shown";
 import { agentToolCall, type ToolCallRead } from "./agui-tool-args";
+import { EventType } from "./agui-wire";
 
 /**
  * Stored facts as AG-UI events (https://docs.ag-ui.com), a pure function of each fact: the same

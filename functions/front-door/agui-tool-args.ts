@@ -1,8 +1,9 @@
-import { type BaseEvent, EventType } from "@ag-ui/core";
+import type { BaseEvent } from "@ag-ui/core";
 import type { Envelope } from "../../schemas";
 import { CONTENT_MISSING, type ContentStore } from "../core/agent/content";
 import { PermanentError } from "../core/errors";
 import { cutText, shownPayload } from "./agui-shown";
+import { EventType } from "./agui-wire";
 
 /**
  * An agent's tool calls on an AG-UI stream: what is read of each (its input, `TOOL_CALL_ARGS`,

@@ -1,6 +1,7 @@
 import { verifyEvents } from "@ag-ui/client";
-import type { BaseEvent } from "@ag-ui/core";
+import { type BaseEvent, EventType as CoreEventType } from "@ag-ui/core";
 import { EventSchemas } from "@ag-ui/core/schemas";
+import { EventEncoder } from "@ag-ui/encoder";
 import fc from "fast-check";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { describe, expect, it } from "vitest";
@@ -23,6 +24,7 @@ import {
 } from "../../functions/front-door/agui-position";
 import { assignmentStreamOf, MAX_SHOWN_ASSIGNMENTS } from "../../functions/front-door/agui-run";
 import { sendPending } from "../../functions/front-door/agui-stream";
+import { encodeSse, EventType as WireEventType } from "../../functions/front-door/agui-wire";
 import { ProblemError } from "../../functions/front-door/http";
 import { openStream } from "../../functions/front-door/stream";
 import { refundRunId } from "../../functions/roles/refund-review/ids";
@@ -700,5 +702,50 @@ describe("the AG-UI routes over an event store in memory", () => {
     expect(await problem(open("/v1/conversations/conv_a/agui", {}, withoutEvents))).toBe(
       "not_served",
     );
+  });
+});
+
+describe("the AG-UI wire without AG-UI's packages at run time (functions/front-door/agui-wire.ts)", () => {
+  it("names every event type as @ag-ui/core does", () => {
+    for (const [name, value] of Object.entries(WireEventType))
+      expect(value, name).toBe(CoreEventType[name as keyof typeof CoreEventType]);
+  });
+
+  it("encodes each event as @ag-ui/encoder does", () => {
+    const ref = { run_id: "run_1", node_id: "select", generation: 0 };
+    const toolStep = fact(
+      "ledger_clerk.step.requested",
+      "task_r",
+      {
+        run_id: "arun_x",
+        step: 3,
+        done: {
+          step: 2,
+          kind: "tool",
+          tool: "get_order",
+          tool_call_id: "c1",
+          outcome: "succeeded (run)",
+          turn_ref: "a".repeat(64),
+          result_ref: "b".repeat(64),
+        },
+      },
+      { type: "agent_run", id: "arun_x", version: 2 },
+    );
+    const events = [
+      ...conversationFactEvents(THREAD, fact("conversation.message.accepted", "t", { text: "é" })),
+      ...conversationFactEvents(THREAD, fact("reply.held_for_review", "t", { reason: "refund" })),
+      ...conversationFactEvents(THREAD, fact("support.cancelled", "t", { requested_by: "op" })),
+      ...conversationFactEvents(THREAD, fact("order.lookup.completed", "t", { found: false })),
+      ...runFactEvents(THREAD, fact("topic.selection.requested", "t", { ...ref }), true),
+      ...nodeFactEvents(THREAD, fact("topic.selection.completed", "t", { ...ref, output: {} })),
+      ...nodeFactEvents(THREAD, toolStep, { args: '{"n":1}', result: '{"found":true}' }),
+      ...nodeFactEvents(THREAD, toolStep),
+      ...runFactEvents(THREAD, fact("workflow.failed", "t", { run_id: "run_1", reason: "x" })),
+      { type: WireEventType.RUN_ERROR, code: "not_found", message: "no run run_1" } as BaseEvent,
+    ];
+    // Every type the streams send is among them.
+    expect(new Set(events.map((e) => e.type))).toEqual(new Set(Object.values(WireEventType)));
+    const encoder = new EventEncoder();
+    for (const event of events) expect(encodeSse(event), event.type).toBe(encoder.encodeSSE(event));
   });
 });
