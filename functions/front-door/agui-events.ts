@@ -1,6 +1,8 @@
-import { type BaseEvent, EventType } from "@ag-ui/core";
+import type { BaseEvent } from "@ag-ui/core";
 import type { Envelope } from "../../schemas";
-import { isSealed } from "../core/personal-data/vault";
+import { shownPayload, shownText } from "./agui-shown";
+import { agentToolCall, type ToolCallRead } from "./agui-tool-args";
+import { EventType } from "./agui-wire";
 
 /**
  * Stored facts as AG-UI events (https://docs.ag-ui.com), a pure function of each fact: the same
@@ -23,7 +25,7 @@ import { isSealed } from "../core/personal-data/vault";
  * | `reply.held_for_review`                  | the run finishes with an `interrupt` outcome: a person decides |
  * | `support.cancelled`                      | the run finishes `cancelled`                                  |
  * | each of those and `support.routed`, `reply.rejected`, `notification.*`, `support.step.failed`, `support.superseded` | a `STATE_DELTA` on `/<task_id>`: the turn's status and fields |
- * | the refund agent's step after a tool call | a tool call named by the tool (args: its input), its outcome  |
+ * | the refund agent's step after a tool call | a tool call named by the tool: its input, and the output its model was given (./agui-tool-args.ts) |
  *
  * The state is an object with one member per turn (its task id), as `GET /v1/conversations/{id}`
  * shows each turn. A held reply's text is not shown before a person released it, as the GET
@@ -41,9 +43,6 @@ import { isSealed } from "../core/personal-data/vault";
 export interface Thread {
   readonly threadId: string;
 }
-
-/** What a shown personal field becomes while it is sealed. */
-export const SEALED_SHOWN = "[sealed]";
 
 type Payload = Readonly<Record<string, unknown>>;
 type Body = (event: Envelope, payload: Payload) => BaseEvent[];
@@ -80,10 +79,10 @@ const CONVERSATION_BODIES: Readonly<Record<string, Body>> = {
 export function conversationFactEvents(
   thread: Thread,
   event: Envelope,
-  args?: string,
+  read?: ToolCallRead,
 ): BaseEvent[] {
   const fields = TURN_FIELDS[event.event_type];
-  if (!fields) return agentToolCallEvents(thread, event, args);
+  if (!fields) return agentToolCallEvents(thread, event, read);
   const payload = payloadOf(event);
   const body = CONVERSATION_BODIES[event.event_type]?.(event, payload) ?? [];
   const delta: BaseEvent = {
@@ -133,20 +132,20 @@ export function isNodeAnswer(event: Envelope): boolean {
  * The AG-UI events of one fact of an assignment's stream (a node's, or one item's of a map node):
  * its answer is a step of the run, `STEP_STARTED` and `STEP_FINISHED` named by the node (an
  * item: `<node_id>[<index>]`) around a `STATE_DELTA` that sets `/nodes/<step>` to its state and
- * output (or error); each tool call its agent made is a tool call with its outcome as the result.
+ * output (or error); each tool call its agent made is a tool call with its output as the result.
  */
-export function nodeFactEvents(thread: Thread, event: Envelope, args?: string): BaseEvent[] {
-  if (!isNodeAnswer(event)) return agentToolCallEvents(thread, event, args);
+export function nodeFactEvents(thread: Thread, event: Envelope, read?: ToolCallRead): BaseEvent[] {
+  if (!isNodeAnswer(event)) return agentToolCallEvents(thread, event, read);
   return [runStarted(thread, event), ...nodeAnswer(payloadOf(event)), runFinished(thread, event)];
 }
 
 /**
  * A tool call an agent recorded (a node's agent in a run, the refund agent in a conversation's
- * turn) as an AG-UI run of its own; none for any other fact. `args`: its input as read
+ * turn) as an AG-UI run of its own; none for any other fact. `read`: its input and output as read
  * (./agui-tool-args.ts).
  */
-function agentToolCallEvents(thread: Thread, event: Envelope, args?: string): BaseEvent[] {
-  const body = agentToolCall(event, payloadOf(event), args);
+function agentToolCallEvents(thread: Thread, event: Envelope, read?: ToolCallRead): BaseEvent[] {
+  const body = agentToolCall(event, read);
   return body.length === 0 ? [] : [runStarted(thread, event), ...body, runFinished(thread, event)];
 }
 
@@ -163,74 +162,6 @@ function nodeAnswer(payload: Payload): BaseEvent[] {
     { type: EventType.STATE_DELTA, delta: [{ op: "add", path, value }] },
     { type: EventType.STEP_FINISHED, stepName },
   ] as BaseEvent[];
-}
-
-/**
- * A tool call an agent's loop made (functions/core/agent): its step command after a tool step
- * names the call, the tool, its outcome and the model turn that asked for it (`turn_ref`). Its
- * `TOOL_CALL_ARGS` is the call's input, read from that turn in the content store
- * (`toolCallTurn`, `toolCallArgs`); `args` is what was read, ARGS_UNAVAILABLE when nothing could
- * be. A step command stored before `turn_ref` has no `TOOL_CALL_ARGS`: whether a fact has one
- * depends on the fact alone, never on a read, so its events are as many on every read. The
- * result is the outcome (`{"outcome": ...}`): the call's output is not read.
- */
-function agentToolCall(event: Envelope, payload: Payload, args: string | undefined): BaseEvent[] {
-  const done = payload.done as Payload | undefined;
-  if (!event.event_type.endsWith(".step.requested") || done?.kind !== "tool") return [];
-  if (typeof done.tool_call_id !== "string" || typeof done.tool !== "string") return [];
-  const toolCallId = `${event.aggregate.id}:${done.tool_call_id}`;
-  const delta = typeof done.turn_ref === "string" ? (args ?? ARGS_UNAVAILABLE) : undefined;
-  return [
-    { type: EventType.TOOL_CALL_START, toolCallId, toolCallName: done.tool },
-    ...(delta === undefined ? [] : [{ type: EventType.TOOL_CALL_ARGS, toolCallId, delta }]),
-    { type: EventType.TOOL_CALL_END, toolCallId },
-    {
-      type: EventType.TOOL_CALL_RESULT,
-      messageId: `${toolCallId}:result`,
-      toolCallId,
-      content: JSON.stringify({ outcome: done.outcome ?? null }),
-      role: "tool",
-    },
-  ] as BaseEvent[];
-}
-
-/**
- * The `TOOL_CALL_ARGS` delta of a call whose input cannot be read (its turn is no longer in the
- * content store, or does not hold the call): JSON `null`, which no tool's input is (a tool's
- * input is an object).
- */
-export const ARGS_UNAVAILABLE = "null";
-
-/** The call an agent's tool step names, and the turn its input is in; undefined for any other fact. */
-export function toolCallTurn(event: Envelope): { turnRef: string; callId: string } | undefined {
-  if (!event.event_type.endsWith(".step.requested")) return undefined;
-  const done = payloadOf(event).done as Payload | undefined;
-  if (done?.kind !== "tool" || typeof done.turn_ref !== "string") return undefined;
-  return typeof done.tool_call_id === "string"
-    ? { turnRef: done.turn_ref, callId: done.tool_call_id }
-    : undefined;
-}
-
-/**
- * The `TOOL_CALL_ARGS` delta of call `callId`: its input in the stored turn `turnText` (a model
- * message, functions/core/model.ts), as JSON, every sealed value shown SEALED_SHOWN (a run's
- * texts are stored plain and written `[erased]` in place when its customer is erased, so what
- * is read is what a person with the tenant's access is shown); ARGS_UNAVAILABLE when the turn
- * was not read or does not hold the call.
- */
-export function toolCallArgs(turnText: string | undefined, callId: string): string {
-  if (turnText === undefined) return ARGS_UNAVAILABLE;
-  let turn: unknown;
-  try {
-    turn = JSON.parse(turnText);
-  } catch {
-    return ARGS_UNAVAILABLE;
-  }
-  const calls = (turn as { toolCalls?: unknown } | null)?.toolCalls;
-  const call = Array.isArray(calls)
-    ? (calls as Payload[]).find((c) => c !== null && typeof c === "object" && c.id === callId)
-    : undefined;
-  return call && "input" in call ? JSON.stringify(shownPayload(call.input)) : ARGS_UNAVAILABLE;
 }
 
 const RUN_ENDS: Readonly<Record<string, string>> = {
@@ -336,18 +267,4 @@ function pointerToken(text: string): string {
 function payloadOf(event: Envelope): Payload {
   const payload = event.payload;
   return typeof payload === "object" && payload !== null ? (payload as Payload) : {};
-}
-
-function shownText(value: unknown): string {
-  if (typeof value !== "string") return "";
-  return isSealed(value) ? SEALED_SHOWN : value;
-}
-
-/** A payload as shown: every sealed value replaced by SEALED_SHOWN. */
-function shownPayload(value: unknown): unknown {
-  if (isSealed(value)) return SEALED_SHOWN;
-  if (Array.isArray(value)) return value.map(shownPayload);
-  if (typeof value === "object" && value !== null)
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shownPayload(v)]));
-  return value;
 }

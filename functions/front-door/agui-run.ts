@@ -6,7 +6,7 @@ import type { OrchestratorState } from "../roles/orchestrator/state";
 import { isNodeAnswer, nodeFactEvents, runFactEvents, type Thread } from "./agui-events";
 import { FINAL_VERSION, type PlacedFact, type Position } from "./agui-position";
 import { type AguiPoll, type AguiPorts, notFound, readAfter, sendPending } from "./agui-stream";
-import { toolCallArgsOf } from "./agui-tool-args";
+import { toolCallReadsOf } from "./agui-tool-args";
 import { DAG_RUN, runAnswer } from "./api";
 import { fail } from "./http";
 import type { Caller } from "./identity";
@@ -34,8 +34,8 @@ import type { Caller } from "./identity";
  * stream after what was read (all of it when the stream opens: the assignments' numbers come
  * from it) and the stream of each assignment not yet answered. A fresh read sends the run's facts
  * by version, each assignment's facts right after the command that opened it. Once the run has
- * ended and everything is sent, the stream closes. An agent's tool call shows its input, read
- * from the content store (./agui-tool-args.ts).
+ * ended and everything is sent, the stream closes. An agent's tool call shows its input and its
+ * output, read from the content store (./agui-tool-args.ts).
  */
 
 export const RUN_KEY = "r";
@@ -93,14 +93,14 @@ export async function runAgui(
     revision = stored.revision;
     const facts = await runFacts(ports, runId, reads);
     const assignments = facts.filter((f) => f.fact.source === "assignment");
-    const args = await toolCallArgsOf(
+    const calls = await toolCallReadsOf(
       ports.content,
       assignments.map((f) => f.fact.envelope),
     );
     at = sendPending(sink, facts, at, (fact) =>
       fact.source === "run"
         ? runFactEvents(thread, fact.envelope, fact.opensNodes)
-        : nodeFactEvents(thread, fact.envelope, args.get(fact.envelope.event_id)),
+        : nodeFactEvents(thread, fact.envelope, calls.get(fact.envelope.event_id)),
     );
     return runAnswer(runId, stored.data).status === "RUNNING" ? "more" : "done";
   };

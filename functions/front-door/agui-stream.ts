@@ -1,5 +1,4 @@
-import { type BaseEvent, EventType } from "@ag-ui/core";
-import { EventEncoder } from "@ag-ui/encoder";
+import type { BaseEvent } from "@ag-ui/core";
 import { type AggregateRef, type Envelope, tenantOf } from "../../schemas";
 import { MAX_STREAM_VERSION } from "../../schemas/envelope";
 import { CONVERSATION_AGGREGATE } from "../../schemas/events/conversation";
@@ -20,7 +19,8 @@ import {
   pendingAfter,
   START,
 } from "./agui-position";
-import { toolCallArgsOf } from "./agui-tool-args";
+import { toolCallReadsOf } from "./agui-tool-args";
+import { EventType, encodeSse } from "./agui-wire";
 import { CONVERSATION_VIEW, conversationOf } from "./api";
 import { fail } from "./http";
 import type { Caller } from "./identity";
@@ -29,9 +29,10 @@ import type { Caller } from "./identity";
  * A conversation's or a run's AG-UI stream, served from the event store (the route table is
  * ./stream.ts's; the mapping ./agui-events.ts; the positions ./agui-position.ts).
  *
- * Each SSE message is one AG-UI event (`data:` as `@ag-ui/encoder` writes it) with `id:` its
- * position: a client that reconnects with `Last-Event-ID` gets exactly what it has not seen, in
- * the order a fresh read sends it, however long it was away and whatever was deployed meanwhile.
+ * Each SSE message is one AG-UI event (`data:` as `@ag-ui/encoder` writes it: ./agui-wire.ts)
+ * with `id:` its position: a client that reconnects with `Last-Event-ID` gets exactly what it has
+ * not seen, in the order a fresh read sends it, however long it was away and whatever was
+ * deployed meanwhile.
  *
  * What is read, and when:
  * - a conversation: its stream `conversation/<id>` (each accepted message opens a turn) and each
@@ -44,8 +45,8 @@ import type { Caller } from "./identity";
  *   not when the view's projection has folded it. A fresh read sends the facts by turn (oldest
  *   first), within a turn by stream in that order, within a stream by version.
  * - a run: its stream and its assignments' streams (./agui-run.ts).
- * - either: the model turns that hold the inputs of the agents' tool calls it sends, once per
- *   connection (./agui-tool-args.ts).
+ * - either: the model turns that hold the inputs of the agents' tool calls it sends, and the
+ *   answers their models were given (their outputs), once per connection (./agui-tool-args.ts).
  */
 
 /** What an AG-UI stream reads. */
@@ -56,8 +57,9 @@ export interface AguiPorts {
   /** Opens the personal fields of `envelopes` (the function's vault); absent: left sealed. */
   open?(envelopes: readonly Envelope[]): Promise<Envelope[]>;
   /**
-   * The content store, where agents keep their model turns (a tool call's input: its
-   * TOOL_CALL_ARGS, ./agui-tool-args.ts); absent: every call's args are ARGS_UNAVAILABLE.
+   * The content store, where agents keep their model turns and their tools' answers (a tool
+   * call's TOOL_CALL_ARGS and TOOL_CALL_RESULT, ./agui-tool-args.ts); absent: every call's args
+   * are ARGS_UNAVAILABLE and its output unavailable.
    */
   readonly content?: Pick<ContentStore, "getMany">;
 }
@@ -111,14 +113,13 @@ export function sendPending<T>(
   position: Position,
   eventsOf: (fact: T) => BaseEvent[],
 ): Position {
-  const encoder = new EventEncoder();
   let at = position;
   for (const { placed, from } of pendingAfter(facts, position)) {
     const events = eventsOf(placed.fact);
     for (let index = from; index < events.length; index++) {
       if (sink.closed()) return at;
       at = advance(at, placed, index, events.length);
-      sink.write(`id: ${encodePosition(at)}\n${encoder.encodeSSE(events[index] as BaseEvent)}`);
+      sink.write(`id: ${encodePosition(at)}\n${encodeSse(events[index] as BaseEvent)}`);
     }
     if (events.length === 0) at = advance(at, placed, 0, 0);
   }
@@ -161,12 +162,12 @@ export async function conversationAgui(
       at = keepKeys(at, (key) => key === CONVERSATION_KEY || turns.has(turnOfKey(key)));
     } else if (view) facts = await underWayFacts(ports, view, { read, turns, seen });
     else return "more";
-    const args = await toolCallArgsOf(
+    const calls = await toolCallReadsOf(
       ports.content,
       facts.map((f) => f.fact),
     );
     at = sendPending(sink, facts, at, (e) =>
-      conversationFactEvents(thread, e, args.get(e.event_id)),
+      conversationFactEvents(thread, e, calls.get(e.event_id)),
     );
     return "more";
   };
@@ -272,7 +273,7 @@ async function turnFacts(
 /** What became another tenant's while the stream was open: a RUN_ERROR, and the stream ends. */
 export function notFound(sink: AguiSink, message: string): "done" {
   const error = { type: EventType.RUN_ERROR, code: "not_found", message } as BaseEvent;
-  sink.write(new EventEncoder().encodeSSE(error));
+  sink.write(encodeSse(error));
   return "done";
 }
 

@@ -49,10 +49,10 @@ import { vaultOf } from "./vault";
  * answered the stream's head, no events. It reads the state table (the conversation views and
  * the runs) and, for the AG-UI routes, the events table (`EVENTS_TABLE`), opening personal fields
  * with the customer keys where the stack keeps them (`CUSTOMER_KEYS_*`: ./vault), and the
- * agents' model turns in the content store (on the state table) for their tool calls' inputs. A
- * message that starts an A2A task is admitted as the front door admits a run's start
- * (./front-door-admission.ts: the limits, the backlog, the workflows, from the same variables
- * as the front door's).
+ * agents' model turns and tools' answers in the content store (on the state table) for their
+ * tool calls' inputs and outputs. A message that starts an A2A task is admitted as the front door
+ * admits a run's start (./front-door-admission.ts: the limits, the backlog, the workflows, from
+ * the same variables as the front door's).
  */
 export const FrontDoorStreamEnv = z.extend(AdmissionEnv, {
   /** The event store, which the AG-UI routes read (left out: they answer 404 `not_served`). */
@@ -280,7 +280,7 @@ function bodyOf(event: LambdaFunctionURLEvent): { body?: string } {
 
 /**
  * The event store's streams with the vault's opening, where the function has an events table, and
- * the content store on the state table (the agents' tool calls' inputs).
+ * the content store on the state table (the agents' tool calls' inputs and outputs).
  */
 function eventsOf(
   env: Readonly<Record<string, string | undefined>>,

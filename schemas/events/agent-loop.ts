@@ -24,6 +24,11 @@ export const MAX_TOOL_CALL_ID = 128;
 export const ToolName = z.string().check(z.maxLength(MAX_TOOL_NAME));
 export const ToolCallId = z.string().check(z.maxLength(MAX_TOOL_CALL_ID));
 
+/** A text's reference in an agent's content store (functions/core/agent/content.ts). */
+const ContentRef = z
+  .string()
+  .check(z.regex(/^[0-9a-f]{64}$/, { message: "must be a content reference" }));
+
 /** What the step before did (a journal step of functions/core/agent/agent.ts). */
 export const AgentStepDone = z.object({
   step: z.int().check(z.nonnegative()),
@@ -38,9 +43,12 @@ export const AgentStepDone = z.object({
    * A tool call's: the content reference (functions/core/agent/content.ts) of the model turn that
    * asked for it, whose `toolCalls` hold the call's input (the AG-UI run stream's TOOL_CALL_ARGS).
    */
-  turn_ref: z.optional(
-    z.string().check(z.regex(/^[0-9a-f]{64}$/, { message: "must be a content reference" })),
-  ),
+  turn_ref: z.optional(ContentRef),
+  /**
+   * A tool call's: the content reference of the call's answer as the model was given it (the
+   * tool's output, or the error it was told), the AG-UI streams' TOOL_CALL_RESULT.
+   */
+  result_ref: z.optional(ContentRef),
   input_tokens: z.optional(z.int().check(z.nonnegative())),
   output_tokens: z.optional(z.int().check(z.nonnegative())),
   latency_ms: z.optional(z.number().check(z.nonnegative())),

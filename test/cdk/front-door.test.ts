@@ -433,7 +433,7 @@ describe("the front door", () => {
           },
         },
       },
-      // Their tool calls' inputs: the agents' model turns in the content store, and nothing else.
+      // Their tool calls' inputs and outputs: the agents' texts in the content store, and nothing else.
       {
         actions: ["dynamodb:BatchGetItem"],
         condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["content#*"] } },

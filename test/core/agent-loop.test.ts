@@ -574,7 +574,7 @@ describe("the agent loop (functions/core/agent)", () => {
     });
   });
 
-  it("a tool call's step names the stored turn that asked for it, where its input is; the window does not keep it", async () => {
+  it("a tool call's step names the stored turn that asked for it and the answer the model was given; the window keeps neither", async () => {
     const model = new ScriptedModel((turn) =>
       turn === 1
         ? {
@@ -602,6 +602,16 @@ describe("the agent loop (functions/core/agent)", () => {
       "call_1_2",
     ]);
     expect(second.journal.window.filter((s) => "turn_ref" in s)).toEqual([]);
+    // Each call's answer, stored, is what the model is given on its next turn.
+    const answers = await ports.content.getMany(
+      [first, second].map((s) => s.recorded.result_ref ?? ""),
+    );
+    await step(agent, second.journal, ports);
+    expect(model.lastResults().map((r) => r.content)).toEqual(
+      answers.map((text) => JSON.parse(text)),
+    );
+    expect(model.lastResults()[1]?.content).toMatchObject({ n: 8 });
+    expect(second.journal.window.filter((s) => "result_ref" in s)).toEqual([]);
   });
 
   it("a write tool without `query`: a timeout is followed by a run again under the same key, never a new one", async () => {

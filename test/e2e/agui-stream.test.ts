@@ -246,7 +246,7 @@ describe("AG-UI streams on the local stack, followed by @ag-ui/client with drops
   );
 
   it(
-    "a refund turn shows the refund agent's tool calls with their input, resumable mid-call",
+    "a refund turn shows the refund agent's tool calls with their input and output, resumable mid-call",
     async () => {
       // Alice's token (customer cust_alice), whose order it is; under the approval threshold.
       const token = await door().issuer.token({ tenant_id: "acme", sub: "alice" });
@@ -261,25 +261,39 @@ describe("AG-UI streams on the local stack, followed by @ag-ui/client with drops
       await expect(
         lastValueFrom(from(full.map((s) => s.event)).pipe(verifyEvents(false), toArray())),
       ).resolves.toHaveLength(full.length);
-      const calls = new Map<string, { name?: string; args?: Record<string, unknown> }>();
+      type Call = { name?: string; args?: Record<string, unknown>; output?: unknown };
+      const calls = new Map<string, Call>();
       for (const { event } of full) {
         const e = event as BaseEvent & {
           toolCallId?: string;
           toolCallName?: string;
           delta?: string;
+          content?: string;
+          role?: string;
         };
         if (e.type === "TOOL_CALL_START") calls.set(e.toolCallId ?? "", { name: e.toolCallName });
-        if (e.type === "TOOL_CALL_ARGS") {
-          const call = calls.get(e.toolCallId ?? "");
-          if (call) call.args = JSON.parse(e.delta ?? "null");
+        const call = calls.get(e.toolCallId ?? "");
+        if (e.type === "TOOL_CALL_ARGS" && call) call.args = JSON.parse(e.delta ?? "null");
+        if (e.type === "TOOL_CALL_RESULT" && call) {
+          expect(e.role).toBe("tool");
+          call.output = JSON.parse(e.content ?? "");
         }
       }
-      // Every call the agent made has its input, read from the content store; the refund's is
-      // the order's total.
+      // Every call the agent made has its input and its output (what its model was given), read
+      // from the content store; the refund's input is the order's total, its output the receipt.
       const made = [...calls.values()];
       expect(made.map((c) => c.name)).toContain(ISSUE_REFUND);
       for (const call of made) expect(call.args?.order_id, call.name).toBe(orderId);
       expect(made.find((c) => c.name === ISSUE_REFUND)?.args?.amount_cents).toBe(5_000);
+      expect(made.find((c) => c.name === ISSUE_REFUND)?.output).toEqual({
+        refund_id: expect.any(String),
+        order_id: orderId,
+        amount_cents: 5_000,
+      });
+      expect(made.find((c) => c.name === "get_order")?.output).toMatchObject({
+        found: true,
+        order: { order_id: orderId },
+      });
 
       // From each tool call event's id (mid-call included): exactly the events after it.
       const events = full.map((s) => JSON.stringify(s.event));

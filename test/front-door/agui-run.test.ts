@@ -3,8 +3,13 @@ import type { BaseEvent } from "@ag-ui/core";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { describe, expect, it } from "vitest";
 import { erasedContent, InMemoryContentStore } from "../../functions/core/agent/content";
-import { ARGS_UNAVAILABLE } from "../../functions/front-door/agui-events";
 import { assignmentStreamOf } from "../../functions/front-door/agui-run";
+import {
+  ARGS_UNAVAILABLE,
+  RESULT_CONTENT_LIMIT,
+  RESULT_UNAVAILABLE,
+  toolCallResult,
+} from "../../functions/front-door/agui-tool-args";
 import { openStream } from "../../functions/front-door/stream";
 import type { Envelope } from "../../schemas";
 
@@ -205,8 +210,11 @@ const turn = (store: InMemoryContentStore, calls: { id: string; input: unknown }
     }),
   );
 
-/** An agent's step command after its tool call `id` of the turn `turnRef` (none: stored before). */
-const toolStep = (by: Envelope, id: string, turnRef?: string) =>
+/**
+ * An agent's step command after its tool call `id` of the turn `turnRef`, whose answer the model
+ * was given is `resultRef` (either none: stored before the step named it).
+ */
+const toolStep = (by: Envelope, id: string, turnRef?: string, resultRef?: string) =>
   on(by, "topic_selection.step.requested", {
     run_id: "a",
     step: 3,
@@ -217,6 +225,7 @@ const toolStep = (by: Envelope, id: string, turnRef?: string) =>
       tool_call_id: id,
       outcome: "succeeded (run)",
       ...(turnRef ? { turn_ref: turnRef } : {}),
+      ...(resultRef ? { result_ref: resultRef } : {}),
     },
   });
 
@@ -321,5 +330,91 @@ describe("an agent's tool calls on a run's AG-UI stream: TOOL_CALL_ARGS", () => 
     expect(argsOf(without)).toEqual(
       ["c1", "c2", "c3", "c4"].map((c) => `${c} ${ARGS_UNAVAILABLE}`),
     );
+  });
+});
+
+const resultsOf = (events: readonly { event: BaseEvent }[]) =>
+  events.flatMap(({ event }) => {
+    const e = event as BaseEvent & { toolCallId?: string; content?: string };
+    const call = e.toolCallId?.includes(":") ? e.toolCallId.split(":").at(-1) : undefined;
+    return e.type === "TOOL_CALL_RESULT" && call ? [`${call} ${e.content}`] : [];
+  });
+
+describe("an agent's tool calls on a run's AG-UI stream: TOOL_CALL_RESULT", () => {
+  it("sends each call's output as its model was given it: sealed values shown sealed, a large one cut, a gone one a placeholder", async () => {
+    const { ports, append, end } = world();
+    const { store, reads, content } = countedContent();
+    const sealed = "sealed:v1:acme:cust_1:key:AAAA";
+    const calls = ["c1", "c2", "c3", "c4", "c5", "c6"].map((id) => ({ id, input: { n: 1 } }));
+    const asked = await turn(store, calls);
+    // Stored as the loop stores an answer (functions/core/agent/loop.ts): the JSON the model got.
+    const order = await store.put(JSON.stringify({ found: true, order: { id: "o_1", total: 5 } }));
+    const withSealed = await store.put(JSON.stringify({ found: true, email: sealed }));
+    const large = JSON.stringify({ rows: "é".repeat(RESULT_CONTENT_LIMIT * 2) });
+    const largeRef = await store.put(large);
+    const failed = await store.put(JSON.stringify({ error: "tool.rejected", message: "no" }));
+    const gone = "e".repeat(64);
+    const select = command("topic.selection.requested", "select");
+    append(select);
+    append(toolStep(select, "c0")); // stored before steps named their texts
+    append(toolStep(select, "c1", asked, order));
+    append(toolStep(select, "c2", asked, withSealed));
+    append(toolStep(select, "c3", asked, largeRef));
+    append(toolStep(select, "c4", asked, failed));
+    append(toolStep(select, "c5", asked, gone));
+    append(toolStep(select, "c6", asked, order)); // the same answer: one text, read once
+    append(on(select, "topic.selection.completed", { ...ref("select"), output: { topic: "t" } }));
+    append(fact("workflow.completed", { run_id: RUN }, dagRun));
+    end();
+    const withContent = { ...ports, events: { ...ports.events, content } };
+
+    const all = await read(withContent);
+    await expect(
+      lastValueFrom(from(all.map((e) => e.event)).pipe(verifyEvents(false), toArray())),
+    ).resolves.toHaveLength(all.length);
+    const results = resultsOf(all);
+    expect(results).toHaveLength(7);
+    expect(results.filter((r) => !r.startsWith("c3 "))).toEqual([
+      'c0 {"outcome":"succeeded (run)"}',
+      'c1 {"found":true,"order":{"id":"o_1","total":5}}',
+      'c2 {"found":true,"email":"[sealed]"}',
+      'c4 {"error":"tool.rejected","message":"no"}',
+      `c5 {"outcome":"succeeded (run)","output":"${RESULT_UNAVAILABLE}"}`,
+      'c6 {"found":true,"order":{"id":"o_1","total":5}}',
+    ]);
+    expect(JSON.stringify(all)).not.toContain(sealed);
+    const cut = (results.find((r) => r.startsWith("c3 ")) ?? "").slice(3);
+    expect(cut).toBe(
+      `${large.slice(0, RESULT_CONTENT_LIMIT)}…[cut: ${large.length} characters in all]`,
+    );
+    // The turn and every answer in one read (each text once); the answer gone made it one each.
+    const texts = [asked, order, withSealed, largeRef, failed, gone];
+    expect(reads).toEqual([texts, ...texts.map((t) => [t])]);
+
+    // From any id, mid-call included: exactly the events after it.
+    for (let cut = 0; cut < all.length; cut++)
+      expect(await read(withContent, all[cut]?.id), `after ${cut}`).toEqual(all.slice(cut + 1));
+
+    // Without a content store: the same events (so the same ids), every output unavailable.
+    const without = await read(ports);
+    expect(without.map((e) => e.id)).toEqual(all.map((e) => e.id));
+    expect(resultsOf(without).slice(1)).toEqual(
+      ["c1", "c2", "c3", "c4", "c5", "c6"].map(
+        (c) => `${c} {"outcome":"succeeded (run)","output":"${RESULT_UNAVAILABLE}"}`,
+      ),
+    );
+  });
+
+  it("cuts an output at the limit without splitting a character in two", () => {
+    const emoji = "😀"; // two UTF-16 code units
+    const answer = JSON.stringify(`${"x".repeat(RESULT_CONTENT_LIMIT - 2)}${emoji.repeat(3)}`);
+    // The limit falls between the halves of the first emoji: it is left out whole.
+    const shown = toolCallResult(answer) ?? "";
+    expect(shown.startsWith(`"${"x".repeat(RESULT_CONTENT_LIMIT - 2)}…[cut: `)).toBe(true);
+    expect(shown).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+    expect(toolCallResult(JSON.stringify("x".repeat(RESULT_CONTENT_LIMIT - 2)))).toBe(
+      JSON.stringify("x".repeat(RESULT_CONTENT_LIMIT - 2)),
+    );
+    expect(toolCallResult("not json")).toBeUndefined();
   });
 });

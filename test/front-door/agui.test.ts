@@ -1,6 +1,7 @@
 import { verifyEvents } from "@ag-ui/client";
-import type { BaseEvent } from "@ag-ui/core";
+import { type BaseEvent, EventType as CoreEventType } from "@ag-ui/core";
 import { EventSchemas } from "@ag-ui/core/schemas";
+import { EventEncoder } from "@ag-ui/encoder";
 import fc from "fast-check";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { describe, expect, it } from "vitest";
@@ -23,6 +24,7 @@ import {
 } from "../../functions/front-door/agui-position";
 import { assignmentStreamOf, MAX_SHOWN_ASSIGNMENTS } from "../../functions/front-door/agui-run";
 import { sendPending } from "../../functions/front-door/agui-stream";
+import { encodeSse, EventType as WireEventType } from "../../functions/front-door/agui-wire";
 import { ProblemError } from "../../functions/front-door/http";
 import { openStream } from "../../functions/front-door/stream";
 import { refundRunId } from "../../functions/roles/refund-review/ids";
@@ -586,7 +588,7 @@ describe("the AG-UI routes over an event store in memory", () => {
     expect(texts).toEqual(["message 1", "message 2", "message 3"]);
   });
 
-  it("a refund turn shows its agent's tool calls with their input, read once, resumable mid-call", async () => {
+  it("a refund turn shows its agent's tool calls with their input and output, read once, resumable mid-call", async () => {
     const { ports, append } = world({ task_1: [] });
     const content = new InMemoryContentStore();
     const reads: string[][] = [];
@@ -609,6 +611,12 @@ describe("the AG-UI routes over an event store in memory", () => {
     const turnRef = await content.put(
       JSON.stringify({ role: "assistant", text: "", toolCalls: calls }),
     );
+    // What the model was given of each call, as the loop stores it.
+    const outputs = [
+      { found: true, order: { order_id: "A-1002", total_cents: 2500 } },
+      { refund_id: "rf_1", amount_cents: 2500 },
+    ];
+    const resultRefs = await Promise.all(outputs.map((o) => content.put(JSON.stringify(o))));
     const run = refundRunId("task_1");
     const step = (done: Record<string, unknown>) =>
       at(
@@ -624,7 +632,7 @@ describe("the AG-UI routes over an event store in memory", () => {
       ),
     );
     append(step({ step: 1, kind: "model", model_run_id: `${run}:turn:1`, asked: ["get_order"] }));
-    for (const call of calls)
+    for (const [index, call] of calls.entries())
       append(
         step({
           step: 2,
@@ -633,6 +641,7 @@ describe("the AG-UI routes over an event store in memory", () => {
           tool_call_id: call.id,
           outcome: "succeeded (run)",
           turn_ref: turnRef,
+          result_ref: resultRefs[index],
         }),
       );
     append(at(fact("refund.approved", "task_1", { order_id: "A-1002" }), "agent_run", run));
@@ -641,24 +650,27 @@ describe("the AG-UI routes over an event store in memory", () => {
     const all = await read(withContent);
     await expect(verified(all.map((e) => e.event))).resolves.toHaveLength(all.length);
     const tools = all.flatMap(({ event }) => {
-      const e = event as BaseEvent & { toolCallName?: string; delta?: string };
+      const e = event as BaseEvent & { toolCallName?: string; delta?: string; content?: string };
       if (e.type === "TOOL_CALL_START") return [`start ${e.toolCallName}`];
+      if (e.type === "TOOL_CALL_RESULT") return [`result ${e.content}`];
       return e.type === "TOOL_CALL_ARGS" ? [`args ${e.delta}`] : [];
     });
     expect(tools).toEqual([
       "start get_order",
       'args {"order_id":"A-1002"}',
+      `result ${JSON.stringify(outputs[0])}`,
       "start issue_refund",
       'args {"order_id":"A-1002","amount_cents":2500}',
+      `result ${JSON.stringify(outputs[1])}`,
     ]);
     // The refund agent's run is the turn's fifth stream, sent after the router's and before the
-    // reply; its turn was read once, in five polls.
+    // reply; its turn and the answers were read once, in five polls.
     const types: string[] = all.map(({ event }) => event.type);
     expect(types.lastIndexOf("TOOL_CALL_RESULT")).toBeLessThan(
       types.lastIndexOf("TEXT_MESSAGE_CONTENT"),
     );
     expect(all.at(-1)?.id).toBe("1.1=1,1.3=1,1.5=4,c=1");
-    expect(reads).toEqual([[turnRef]]);
+    expect(reads).toEqual([[turnRef, ...resultRefs]]);
     for (let cut = 0; cut < all.length; cut++)
       expect(await read(withContent, all[cut]?.id), `after ${cut}`).toEqual(all.slice(cut + 1));
   });
@@ -690,5 +702,50 @@ describe("the AG-UI routes over an event store in memory", () => {
     expect(await problem(open("/v1/conversations/conv_a/agui", {}, withoutEvents))).toBe(
       "not_served",
     );
+  });
+});
+
+describe("the AG-UI wire without AG-UI's packages at run time (functions/front-door/agui-wire.ts)", () => {
+  it("names every event type as @ag-ui/core does", () => {
+    for (const [name, value] of Object.entries(WireEventType))
+      expect(value, name).toBe(CoreEventType[name as keyof typeof CoreEventType]);
+  });
+
+  it("encodes each event as @ag-ui/encoder does", () => {
+    const ref = { run_id: "run_1", node_id: "select", generation: 0 };
+    const toolStep = fact(
+      "ledger_clerk.step.requested",
+      "task_r",
+      {
+        run_id: "arun_x",
+        step: 3,
+        done: {
+          step: 2,
+          kind: "tool",
+          tool: "get_order",
+          tool_call_id: "c1",
+          outcome: "succeeded (run)",
+          turn_ref: "a".repeat(64),
+          result_ref: "b".repeat(64),
+        },
+      },
+      { type: "agent_run", id: "arun_x", version: 2 },
+    );
+    const events = [
+      ...conversationFactEvents(THREAD, fact("conversation.message.accepted", "t", { text: "é" })),
+      ...conversationFactEvents(THREAD, fact("reply.held_for_review", "t", { reason: "refund" })),
+      ...conversationFactEvents(THREAD, fact("support.cancelled", "t", { requested_by: "op" })),
+      ...conversationFactEvents(THREAD, fact("order.lookup.completed", "t", { found: false })),
+      ...runFactEvents(THREAD, fact("topic.selection.requested", "t", { ...ref }), true),
+      ...nodeFactEvents(THREAD, fact("topic.selection.completed", "t", { ...ref, output: {} })),
+      ...nodeFactEvents(THREAD, toolStep, { args: '{"n":1}', result: '{"found":true}' }),
+      ...nodeFactEvents(THREAD, toolStep),
+      ...runFactEvents(THREAD, fact("workflow.failed", "t", { run_id: "run_1", reason: "x" })),
+      { type: WireEventType.RUN_ERROR, code: "not_found", message: "no run run_1" } as BaseEvent,
+    ];
+    // Every type the streams send is among them.
+    expect(new Set(events.map((e) => e.type))).toEqual(new Set(Object.values(WireEventType)));
+    const encoder = new EventEncoder();
+    for (const event of events) expect(encodeSse(event), event.type).toBe(encoder.encodeSSE(event));
   });
 });

@@ -203,6 +203,8 @@ export interface JournalStep {
    * reference of the model turn that asked for the call, where its input is.
    */
   readonly turn_ref?: string;
+  /** A settled tool call's, likewise: the content reference of the answer the model was given. */
+  readonly result_ref?: string;
 }
 
 export interface JournalTotals {

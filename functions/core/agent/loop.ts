@@ -388,10 +388,15 @@ async function callStep(
   const next = await settledCall(journal, call.id, tool, key, outcome, ports, now);
   // The turn that asked for the call is the newest message until the turn closes (closeTurn).
   const turnRef = journal.messages.at(-1);
+  const resultRef = next.pending.find((p) => p.id === call.id)?.result?.ref;
+  const refs = {
+    ...(turnRef ? { turn_ref: turnRef } : {}),
+    ...(resultRef ? { result_ref: resultRef } : {}),
+  };
   const result = {
     journal: await closeTurn(next, ports),
     next: "continue" as const,
-    recorded: { ...latestStep(next), ...(turnRef ? { turn_ref: turnRef } : {}) },
+    recorded: { ...latestStep(next), ...refs },
   };
   if (tool.effect !== "write" || outcome.kind !== "succeeded") return result;
   const wrote = { tool: tool.name, tool_call_id: call.id, key, input, output: outcome.output };

@@ -367,8 +367,9 @@ export class FrontDoor extends Construct {
         },
       }),
     );
-    // A run's AG-UI stream reads its agents' model turns for their tool calls' inputs
-    // (functions/front-door/agui-run.ts), in the content store on the state table.
+    // The AG-UI streams read the agents' model turns and tools' answers for their tool calls'
+    // inputs and outputs (functions/front-door/agui-tool-args.ts), in the content store on the
+    // state table: one BatchGetItem of `content#` keys per poll that reads a call.
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: ["dynamodb:BatchGetItem"],
