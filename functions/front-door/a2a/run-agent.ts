@@ -68,6 +68,7 @@ import {
  *   answer moves the task on the same way;
  * - `GetTask` reads the run; `CancelTask` puts `workflow.cancel.requested` and waits (at most
  *   `maxSeconds`) for the run to end; `SubscribeToTask` follows the run as a stream does.
+ * - `ListTasks` lists the caller's tasks of the agent's workflow, newest first (./list-tasks.ts).
  *
  * Every read checks the run's tenant against the caller's token: another tenant's task is "task
  * not found", as one that does not exist.
