@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { DEFAULT_TENANT, type Envelope, type EventRegistry, tenantOf } from "../../schemas";
 import { OpaqueId, tenantConversationId } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
+import { RUN_STATUSES } from "../core/dag/run";
 import { AgentBusError } from "../core/errors";
 import type { ModelControls } from "../core/model-guard";
 import type { Clock, EventPublisher, EventStore, IdSource, StateReader } from "../core/ports";
@@ -26,6 +27,7 @@ import {
   ProblemResponse,
   PutWorkflowBody,
   RunAcceptedResponse,
+  RunListResponse,
   RunResponse,
   StartRunBody,
   TaskResponse,
@@ -54,6 +56,14 @@ import {
   type TenantLimits,
 } from "./limits";
 import openapi from "./openapi.json";
+import {
+  DEFAULT_RUN_PAGE,
+  listRuns,
+  MAX_RUN_PAGE,
+  runCursor,
+  runListQueryOf,
+  type TenantRunIndex,
+} from "./run-list";
 import {
   type CountedRun,
   DAG_RUN,
@@ -122,6 +132,11 @@ export interface FrontDoorPorts {
    */
   readonly backlog?: Pick<BacklogGate, "refusal">;
   readonly states: StateReader;
+  /**
+   * Each tenant's runs by status, newest first (./run-list.ts: the state table's by-tenant-status
+   * index); absent, `GET /v1/runs` answers 404 `not_served`.
+   */
+  readonly runIndex?: TenantRunIndex;
   readonly registry: EventRegistry;
   readonly ids: IdSource;
   readonly clock: Clock;
@@ -324,6 +339,38 @@ const CLIENT_ROUTES: readonly Route[] = [
       ...problems(400, 403, 404, 409, 413, 415, 429, 503),
     },
     run: startRun,
+  },
+  {
+    method: "GET",
+    path: "/v1/runs",
+    operationId: "listRuns",
+    summary:
+      "The tenant's runs, newest first, a page at a time, each as GET /v1/runs/{run_id} shows it",
+    auth: "jwt",
+    feature: "runs",
+    query: {
+      workflow: {
+        description: "only the runs of this workflow (its name, or the alias a start gives)",
+        schema: { type: "string" },
+      },
+      status: {
+        description: "only the runs of this status",
+        schema: { type: "string", enum: [...RUN_STATUSES] },
+      },
+      limit: {
+        description: `the most runs on the page (default ${DEFAULT_RUN_PAGE}); a page may hold fewer and still have a next_cursor`,
+        schema: { type: "integer", minimum: 1, maximum: MAX_RUN_PAGE },
+      },
+      cursor: {
+        description: "the next_cursor of the page before (of this tenant's list)",
+        schema: { type: "string" },
+      },
+    },
+    responses: {
+      200: { description: "a page of runs", schema: RunListResponse },
+      ...problems(400, 403, 404),
+    },
+    run: listRunsRoute,
   },
   {
     method: "GET",
@@ -803,6 +850,22 @@ async function getRun({ params, ports, who }: RouteContext) {
   const state = loaded.state?.data as OrchestratorState | null | undefined;
   if (!state || tenantOf(state) !== caller.tenantId) fail("not_found", `no run ${runId}`);
   return json(200, runAnswer(runId, state));
+}
+
+/** A page of the caller's runs (./run-list.ts), each as `GET /v1/runs/{id}` shows it. */
+async function listRunsRoute({ request, ports, who }: RouteContext) {
+  const caller = who();
+  const { runIndex, states } = ports;
+  if (!runIndex) fail("not_served", "this deployment's front door lists no runs");
+  const query = runListQueryOf(request.query ?? {}, caller.tenantId, ports.workflows);
+  const page = await listRuns({ runIndex, states }, caller.tenantId, query);
+  return json(200, {
+    runs: page.runs.map((run) => ({
+      ...runAnswer(run.runId, run.state),
+      listed_at: run.listedAt,
+    })),
+    ...(page.next ? { next_cursor: runCursor(caller.tenantId, page.next) } : {}),
+  });
 }
 
 /** A run as `GET /v1/runs/{id}` and its stream show it: its status, each node's state and output. */

@@ -133,6 +133,15 @@ export const RunResponse = z.object({
   ),
 });
 
+/**
+ * `GET /v1/runs`: a page of the tenant's runs, newest first (by when each was first listed), each
+ * as `GET /v1/runs/{run_id}` shows it; `next_cursor` when more may follow.
+ */
+export const RunListResponse = z.object({
+  runs: z.array(z.object({ ...RunResponse.shape, listed_at: z.string() })),
+  next_cursor: z.optional(z.string()),
+});
+
 /** `GET /v1/tasks/{task_id}`: what the task's steps recorded, in order, without their payloads. */
 export const TaskResponse = z.object({
   task_id: OpaqueId,

@@ -7,6 +7,7 @@ import type { AwsClient } from "../adapters/aws/client";
 import { DynamoContentStore } from "../adapters/dynamodb/content";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { DynamoTaskPushConfigs } from "../adapters/dynamodb/task-push-configs";
+import { DynamoTenantRunIndex } from "../adapters/dynamodb/tenant-runs";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { sleep as wait } from "../core/batching";
 import { parseEnv } from "../core/parse-env";
@@ -197,8 +198,9 @@ function streamSettingsOf(env: FrontDoorStreamEnvValues) {
 }
 
 /**
- * The A2A routes' agents and ports: the state table's runs, the runs' streams (where a refused
- * start says why), the commands bus, the admission, the tasks' push configs.
+ * The A2A routes' agents and ports: the state table's runs and each tenant's list of them (its
+ * by-tenant-status index, for `ListTasks`), the runs' streams (where a refused start says why), the
+ * commands bus, the admission, the tasks' push configs.
  */
 function a2aOf(
   env: FrontDoorStreamEnvValues,
@@ -236,6 +238,7 @@ function a2aOf(
       registry,
       ids: ulidSource(clock),
       admission,
+      runIndex: new DynamoTenantRunIndex({ client: dynamodb, tableName: env.STATE_TABLE }),
       ...(events ? { runEvents: events } : {}),
       ...(pushConfigs ? { pushConfigs } : {}),
     },

@@ -9,6 +9,7 @@ import type { AwsClient } from "../adapters/aws/client";
 import { DynamoAcceptedRequests } from "../adapters/dynamodb/accepted-requests";
 import { DynamoClientSequences } from "../adapters/dynamodb/client-sequences";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
+import { DynamoTenantRunIndex } from "../adapters/dynamodb/tenant-runs";
 import { DynamoTraceReader } from "../adapters/dynamodb/trace-reader";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { parseEnv } from "../core/parse-env";
@@ -216,7 +217,10 @@ function publisherOf(
   });
 }
 
-/** What the routes read and keep: projections, a task's events, accepted requests, client sequences. */
+/**
+ * What the routes read and keep: projections, a task's events, a tenant's runs (the state table's
+ * by-tenant-status index), accepted requests, client sequences.
+ */
 function storesOf(env: FrontDoorEnvValues, options: FrontDoorOptions, dynamodb: AwsClient) {
   return {
     store: new DynamoConsumerStore({
@@ -227,6 +231,7 @@ function storesOf(env: FrontDoorEnvValues, options: FrontDoorOptions, dynamodb: 
       client: dynamodb,
       tables: { events: env.EVENTS_TABLE, inbox: "" },
     }),
+    runIndex: new DynamoTenantRunIndex({ client: dynamodb, tableName: env.STATE_TABLE }),
     accepted:
       options.accepted ??
       new DynamoAcceptedRequests({ client: dynamodb, tableName: env.STATE_TABLE }),

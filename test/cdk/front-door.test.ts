@@ -145,6 +145,16 @@ describe("the front door", () => {
     const taskSteps = dynamodb.find((s) => s.Action.join() === "dynamodb:Query" && !s.Condition);
     const eventsTable = { "Fn::GetAtt": [expect.stringMatching(/^TablesEvents/), "Arn"] };
     const index = (name: string) => ({ "Fn::Join": ["", [eventsTable, `/index/${name}`]] });
+    // A tenant's runs (GET /v1/runs): the state table's by-tenant-status index, no other of it.
+    const byTenantStatus = {
+      "Fn::Join": [
+        "",
+        [
+          { "Fn::GetAtt": [expect.stringMatching(/^TablesState/), "Arn"] },
+          "/index/by-tenant-status",
+        ],
+      ],
+    };
     expect(taskSteps?.Resource).toEqual(
       expect.arrayContaining([
         eventsTable,
@@ -152,9 +162,10 @@ describe("the front door", () => {
         index("trace-by-correlation"),
         index("digest-task-roots"),
         index("trace-by-digest"),
+        byTenantStatus,
       ]),
     );
-    expect(taskSteps?.Resource).toHaveLength(5);
+    expect(taskSteps?.Resource).toHaveLength(6);
     expect(dynamodb.map((s) => ({ actions: s.Action, condition: s.Condition }))).toEqual([
       {
         actions: ["dynamodb:GetItem"],
@@ -177,7 +188,8 @@ describe("the front door", () => {
           },
         },
       },
-      // A task's steps: the events table's trace indexes, then the runs of events they point at.
+      // A task's steps: the events table's trace indexes, then the runs of events they point at;
+      // a tenant's runs: the state table's by-tenant-status index.
       { actions: ["dynamodb:Query"], condition: undefined },
       {
         actions: ["dynamodb:UpdateItem"],
@@ -454,6 +466,7 @@ describe("the front door", () => {
       "dynamodb:GetItem",
       "dynamodb:GetItem",
       "dynamodb:PutItem",
+      "dynamodb:Query",
       "dynamodb:UpdateItem",
       "events:PutEvents",
       "kms:Decrypt",
@@ -464,6 +477,24 @@ describe("the front door", () => {
     const writes = rest.filter((s) => s.Action.includes("dynamodb:PutItem"));
     expect(writes.map((s) => s.Condition)).toEqual([
       { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["a2a_push#*"] } },
+    ]);
+    // ListTasks: a Query of the state table's by-tenant-status index, and of nothing else.
+    const queries = rest.filter((s) => s.Action.includes("dynamodb:Query"));
+    expect(queries.map((s) => ({ actions: s.Action, resources: s.Resource }))).toEqual([
+      {
+        actions: ["dynamodb:Query"],
+        resources: [
+          {
+            "Fn::Join": [
+              "",
+              [
+                { "Fn::GetAtt": [expect.stringMatching(/^TablesState/), "Arn"] },
+                "/index/by-tenant-status",
+              ],
+            ],
+          },
+        ],
+      },
     ]);
   });
 

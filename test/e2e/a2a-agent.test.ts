@@ -1,5 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { type Message, Role, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
+import {
+  type ListTasksRequest,
+  type Message,
+  Role,
+  type StreamResponse,
+  type Task,
+  TaskState,
+} from "@a2a-js/sdk";
 import {
   type Client,
   ClientFactory,
@@ -286,6 +293,79 @@ describe("an offered role over A2A, called with @a2a-js/sdk's client", () => {
       } finally {
         await webhook.close();
       }
+    },
+    TIMEOUT * 2,
+  );
+  it(
+    "ListTasks: each tenant lists its own tasks of the agent, newest first, page by page",
+    async () => {
+      const acme = await clientOf("acme");
+      const globex = await clientOf("globex");
+      const start = async (client: Client, text: string) => {
+        const asked = await follow(
+          client.sendMessageStream({
+            tenant: "",
+            message: userMessage(`${NEEDS_CONFIRMATION_MARKER} ${text}`),
+            configuration: undefined,
+            metadata: undefined,
+          }),
+        );
+        expect(asked.states.at(-1)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+        return asked.task?.id ?? "";
+      };
+      const older = await start(acme, "a quote on geothermal grants");
+      const newer = await start(acme, "a quote on heat pump rebates");
+      const theirs = await start(globex, "a quote on solar tariffs");
+      const list = (client: Client, params: Partial<ListTasksRequest> = {}) =>
+        client.listTasks({
+          tenant: "",
+          contextId: "",
+          status: TaskState.TASK_STATE_UNSPECIFIED,
+          pageToken: "",
+          statusTimestampAfter: undefined,
+          ...params,
+        });
+      const waiting = await list(acme, { status: TaskState.TASK_STATE_INPUT_REQUIRED });
+      const ids = waiting.tasks.map((t) => t.id);
+      expect(ids.indexOf(newer)).toBeGreaterThanOrEqual(0);
+      expect(ids.indexOf(newer)).toBeLessThan(ids.indexOf(older));
+      expect(ids).not.toContain(theirs);
+      expect(waiting.tasks.map((t) => t.status?.state)).toEqual(
+        ids.map(() => TaskState.TASK_STATE_INPUT_REQUIRED),
+      );
+      // Page by page: one task a page, each once, the same as the whole list.
+      const paged: string[] = [];
+      let pageToken = "";
+      do {
+        const page = await list(acme, { pageSize: 1, pageToken });
+        expect(page.tasks.length).toBeLessThanOrEqual(1);
+        paged.push(...page.tasks.map((t) => t.id));
+        pageToken = page.nextPageToken;
+      } while (pageToken !== "" && paged.length < 50);
+      expect(paged).toEqual((await list(acme, { pageSize: 100 })).tasks.map((t) => t.id));
+      expect(paged).toEqual(expect.arrayContaining([older, newer]));
+      // Another tenant sees none of them: not in its list, not by context, not with acme's token.
+      const theirList = await list(globex);
+      expect(theirList.tasks.map((t) => t.id)).toContain(theirs);
+      expect(theirList.tasks.map((t) => t.id)).not.toContain(newer);
+      expect((await list(globex, { contextId: newer })).tasks).toEqual([]);
+      expect((await list(acme, { contextId: newer })).tasks.map((t) => t.id)).toEqual([newer]);
+      const acmePage = await list(acme, { pageSize: 1 });
+      expect(acmePage.nextPageToken).not.toBe("");
+      await expect(list(globex, { pageToken: acmePage.nextPageToken })).rejects.toThrow(
+        /another tenant/,
+      );
+      // The front door's own list has the same runs.
+      const token = await door().issuer.token({ tenant_id: "acme", sub: "u-acme" });
+      const runs = await fetch(`${door().url}/runs?status=RUNNING&limit=100`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(runs.status).toBe(200);
+      const listed = ((await runs.json()) as { runs: { run_id: string }[] }).runs;
+      expect(listed.map((r) => r.run_id)).toEqual(
+        expect.arrayContaining([runIdOfTask(older), runIdOfTask(newer)]),
+      );
+      expect(listed.map((r) => r.run_id)).not.toContain(runIdOfTask(theirs));
     },
     TIMEOUT * 2,
   );

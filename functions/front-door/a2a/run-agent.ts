@@ -35,8 +35,10 @@ import type { OrchestratorState } from "../../roles/orchestrator/state";
 import type { AdmissionPorts, AdmissionSettings } from "../admission";
 import { clientEnvelope, DAG_RUN } from "../api";
 import type { Caller } from "../identity";
+import type { TenantRunIndex } from "../run-list";
 import type { CountedRun } from "../runs-in-flight";
 import type { FrontDoorWorkflows } from "../workflows";
+import { listTasks } from "./list-tasks";
 import { runPushStore, type TaskPushConfigs } from "./push-configs";
 import {
   artifactsOf,
@@ -66,6 +68,7 @@ import {
  *   answer moves the task on the same way;
  * - `GetTask` reads the run; `CancelTask` puts `workflow.cancel.requested` and waits (at most
  *   `maxSeconds`) for the run to end; `SubscribeToTask` follows the run as a stream does.
+ * - `ListTasks` lists the caller's tasks of the agent's workflow, newest first (./list-tasks.ts).
  *
  * Every read checks the run's tenant against the caller's token: another tenant's task is "task
  * not found", as one that does not exist.
@@ -90,6 +93,8 @@ export interface A2aPorts {
   };
   /** What admits a start (../admission.ts), and the workflows a tenant may start. */
   readonly admission: AdmissionPorts & { readonly workflows?: FrontDoorWorkflows };
+  /** Each tenant's runs by status (../run-list.ts), for `ListTasks`; absent, it is refused. */
+  readonly runIndex?: TenantRunIndex;
 }
 
 export interface A2aSettings {
@@ -189,9 +194,20 @@ export function runTaskStore(agent: A2aAgentContext): TaskStore {
       const run = await loadRun(agent, taskId);
       return run.found && (run.state || run.refused) ? taskOf(agent, taskId, run) : undefined;
     },
-    list: async () => {
-      throw new UnsupportedOperationError("listing tasks is not offered: ask for a task by its id");
-    },
+    list: async (params) =>
+      listTasks(
+        {
+          tenant: agent.caller.tenantId,
+          workflow: agent.offered.workflow,
+          states: agent.ports.admission.states,
+          at: now(agent),
+          ...(agent.ports.admission.workflows
+            ? { workflows: agent.ports.admission.workflows }
+            : {}),
+          ...(agent.ports.runIndex ? { runIndex: agent.ports.runIndex } : {}),
+        },
+        params,
+      ),
   };
 }
 

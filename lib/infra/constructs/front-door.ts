@@ -23,6 +23,7 @@ import { LogGroup } from "aws-cdk-lib/aws-logs";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { contentKey } from "../../../functions/adapters/dynamodb/content";
+import { StateIndex } from "../../../functions/adapters/dynamodb/tables";
 import { WORKFLOW_REGISTRY_KEYS } from "../../../functions/adapters/dynamodb/workflow-registry";
 import { WORKFLOWS_ENV } from "../../../functions/core/stack-workflows";
 import {
@@ -188,7 +189,8 @@ const ACCESS_LOG_FIELDS = {
  * accepted requests, client sequences) and the runs' states (BatchGetItem, for the runs in
  * flight), write accepted requests, the conversations' client sequences and the tenants' request
  * and run counts only, and read a task's steps from the events
- * table (Query of its trace indexes, and of the streams whose runs they point at): GetItem,
+ * table (Query of its trace indexes, and of the streams whose runs they point at), and list a
+ * tenant's runs (Query of the state table's by-tenant-status index, that index only): GetItem,
  * BatchGetItem, PutItem and UpdateItem on the state table,
  * limited by `dynamodb:LeadingKeys` to those keys; GetItem and PutItem of the workflow registry's
  * items (a tenant reads and registers its workflows); PutEvents on its buses; GetQueueAttributes
@@ -413,6 +415,8 @@ export class FrontDoor extends Construct {
       fn.addEnvironment(name, value);
     if (props.workflows !== undefined) fn.addEnvironment(WORKFLOWS_ENV, props.workflows);
     this.grantAdmission(fn, props, ["dynamodb:GetItem"], ["runs"]);
+    // `ListTasks` lists as `GET /v1/runs` does (the runs' states: BatchGetItem, the admission's).
+    grantRunList(fn, props.tables);
     this.offerA2aPush(fn, props);
   }
 
@@ -577,6 +581,7 @@ export class FrontDoor extends Construct {
         resources: [...tables.eventsTraceIndexArns(), tables.events.tableArn],
       }),
     );
+    grantRunList(this.function, tables);
   }
 
   /**
@@ -611,6 +616,20 @@ export class FrontDoor extends Construct {
       );
     this.grantBacklog(fn, props, features);
   }
+}
+
+/**
+ * A tenant's runs, newest first (functions/front-door/run-list.ts): Query of the state table's
+ * by-tenant-status index, that index only; the runs' states are read with the BatchGetItem of
+ * `dag_run#*` keys the admission has.
+ */
+function grantRunList(fn: AgentBusFunction, tables: AgentBusTables): void {
+  fn.addToRolePolicy(
+    new PolicyStatement({
+      actions: ["dynamodb:Query"],
+      resources: [`${tables.state.tableArn}/index/${StateIndex.byTenantStatus}`],
+    }),
+  );
 }
 
 /**
