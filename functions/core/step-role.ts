@@ -310,14 +310,7 @@ function blocked(
   const since = state?.waiting?.since ?? now.toISOString();
   return {
     state: {
-      kind: "step_run",
-      role: group,
-      run_id: request.run_id,
-      node_id: request.node_id,
-      generation: request.generation,
-      ...(item === undefined ? {} : { item }),
-      status: "BLOCKED",
-      ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
+      ...stepRunRecord(group, request, item, event, "BLOCKED"),
       waiting: { since, poll_at: payload.confirm_by, reason },
     },
     emit: [{ type: NODE_BLOCKED, payload, orderKey: request.run_id }],
@@ -374,14 +367,13 @@ function answer(
 ): Decision<StepRun> {
   return {
     state: {
-      kind: "step_run",
-      role: group,
-      run_id: request.run_id,
-      node_id: request.node_id,
-      generation: request.generation,
-      ...(request.item === undefined ? {} : { item: request.item.index }),
-      status: type === STEP_COMPLETED ? "COMPLETED" : "FAILED",
-      ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
+      ...stepRunRecord(
+        group,
+        request,
+        request.item?.index,
+        event,
+        type === STEP_COMPLETED ? "COMPLETED" : "FAILED",
+      ),
       answer: { type, payload },
     },
     emit: [{ type, payload, orderKey: request.run_id }],
@@ -448,18 +440,27 @@ function contextOf(
 /** A cancel: an assignment not yet answered (or BLOCKED) is closed, so its request is discarded. */
 function cancelled(group: string, state: StepRun | undefined, event: Envelope): Decision<StepRun> {
   if (state && state.status !== "BLOCKED") return {};
-  const { run_id, node_id, generation, item } = event.payload as NodeCancelRequested;
+  const cancel = event.payload as NodeCancelRequested;
+  return { state: stepRunRecord(group, cancel, cancel.item, event, "CANCELLED") };
+}
+
+/** The record of an assignment of the run's node (a map node's item), as it ends or waits. */
+function stepRunRecord(
+  group: string,
+  { run_id, node_id, generation }: Pick<StepRequested, "run_id" | "node_id" | "generation">,
+  item: number | undefined,
+  event: Envelope,
+  status: StepRun["status"],
+): StepRun {
   return {
-    state: {
-      kind: "step_run",
-      role: group,
-      run_id,
-      node_id,
-      generation,
-      ...(item === undefined ? {} : { item }),
-      status: "CANCELLED",
-      ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
-    },
+    kind: "step_run",
+    role: group,
+    run_id,
+    node_id,
+    generation,
+    ...(item === undefined ? {} : { item }),
+    status,
+    ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
   };
 }
 
