@@ -240,8 +240,8 @@ export class Relay extends Construct {
 
   /**
    * The groups the relay delivers itself (`delivery: "relay"`, and the A2A push queue): their FIFO
-   * queues' names, their
-   * tenant lanes (`tenantConcurrency`, when set) and their rules' patterns in `DIRECT_GROUPS` (JSON, compressed past 1 KB: functions/core/packed-json.ts),
+   * queues' names, their tenant lanes (`tenantConcurrency`, when set) and their rules' patterns in
+   * `DIRECT_GROUPS` (JSON, compressed past 1 KB: functions/core/packed-json.ts),
    * and `sqs:SendMessage` (which SendMessageBatch needs) on exactly those queues. A queue is named,
    * not given by URL: its URL is the failure queue's with its own name, both queues of this stack
    * (same account and Region), so the value holds no token and packs. No resource of its own: a
