@@ -1,5 +1,6 @@
 import { A2A_CONTENT_TYPE, StreamResponse, TaskState } from "@a2a-js/sdk";
 import { type Envelope, EnvelopeBase } from "../../../schemas";
+import { describe } from "../../core/errors";
 import type { Clock, EventStore } from "../../core/ports";
 import type { OrchestratorState } from "../../roles/orchestrator/state";
 import { DAG_RUN } from "../api";
@@ -181,15 +182,11 @@ export async function deliverTaskPushes(
     const [runId, run] = runs[i] ?? ["", { ids: [] }];
     const again = (ids: readonly string[], reason: string) =>
       retried.push(...ids.map((messageId) => ({ messageId, runId, reason })));
-    if (result.status === "rejected") again(run.ids, describeFailure(result.reason));
+    if (result.status === "rejected") again(run.ids, describe(result.reason).message);
     else if (run.unreadable) again(run.ids.slice(run.unreadable.at), run.unreadable.reason);
     if (result.status === "fulfilled" && result.value) outcomes.push(result.value);
   });
   return { outcomes, retried };
-}
-
-function describeFailure(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 /** One run: its task's state, sent to its configs when it is not the one last delivered. */
