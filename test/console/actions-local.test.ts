@@ -26,7 +26,7 @@ import { opsSource } from "../../lib/operator/source";
 import type { Envelope } from "../../schemas";
 import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";
-import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS } from "../support/browser";
+import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS, seen } from "../support/browser";
 
 /**
  * The console's actions on the local stack, in Chromium: a quick-news run whose writer never
@@ -65,13 +65,6 @@ function rawPost(url: string, path: string, body: string, headers: Record<string
     req.on("error", reject);
     req.end(body);
   });
-}
-
-/** The text a person sees in `locator`. */
-async function seen(locator: Locator): Promise<string> {
-  expect(await locator.isVisible()).toBe(true);
-  // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the test is about
-  return locator.innerText();
 }
 
 describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromium)", () => {

@@ -19,7 +19,7 @@ import { opsActions } from "../../lib/operator/actions";
 import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
 import { opsSource } from "../../lib/operator/source";
 import { emulator } from "../support/aws";
-import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS } from "../support/browser";
+import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS, seen } from "../support/browser";
 
 /**
  * Refunds awaiting approval, decided from the console's overview in Chromium on the local stack
@@ -39,13 +39,6 @@ const TIMEOUT = 120_000;
 const OPERATOR = "console_olga";
 
 if (!haveChromium) console.warn(`approvals-local.test.ts skipped: ${NO_CHROMIUM}`);
-
-/** The text a person sees in `locator`. */
-async function seen(locator: Locator): Promise<string> {
-  expect(await locator.isVisible()).toBe(true);
-  // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the test is about
-  return locator.innerText();
-}
 
 describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, local stack)", () => {
   const payments = new LocalPayments();

@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium, type Locator } from "playwright-core";
-import { expect } from "vitest";
 
 /**
  * The browser a page is tested in: Debian's chromium (or the one `$AGENTBUS_CHROMIUM` names, as
@@ -23,9 +22,13 @@ export function launchChromium(): Promise<Browser> {
   });
 }
 
-/** The text a person sees in `locator` (rendered text, so the element must be visible). */
+/**
+ * The text a person sees in `locator` (rendered text, so the element must be visible), once it
+ * shows: a page that reloads itself (a run not recorded yet) may be between documents when the
+ * test looks. It fails when the element does not show within 30 s.
+ */
 export async function seen(locator: Locator): Promise<string> {
-  expect(await locator.isVisible()).toBe(true);
+  await locator.waitFor({ state: "visible", timeout: 30_000 });
   // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the test is about
   return locator.innerText();
 }
