@@ -322,6 +322,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
       await page.reload();
       expect(await seen(page.locator("[data-run-status]"))).toBe("COMPLETED");
       const article = ended.run.nodes.writing?.output as { title: string; body: string };
+      expect(article, JSON.stringify(ended.run.nodes.writing)).toBeDefined();
       const writing = page.locator('[data-node-io="writing"]');
       const shown = JSON.parse(await seen(writing.locator('[data-io="output"]')));
       expect(shown).toEqual(article);
