@@ -160,6 +160,7 @@ function oneOf<S>(
         ? { group: role.group, stream, from: checkpoint, to: event.aggregate.version }
         : undefined,
     keepsMessage: keeps ? true : undefined,
+    repeatable: role.repeatableTypes?.includes(event.event_type) ? true : undefined,
     keptUntil: keeps
       ? keptUntil(now, isHeartbeat(event, deps), options.keptMessageTtlSeconds)
       : undefined,

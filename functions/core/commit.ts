@@ -54,6 +54,11 @@ export interface CommitBase {
   readonly keepsMessage?: true;
   /** With `keepsMessage`: when the group's row of the message expires (epoch seconds). */
   readonly keptUntil?: number;
+  /**
+   * The message is of a type the role applies idempotently (Role.repeatableTypes): no gate
+   * record keeps its id, and applied it needs no inbox row either.
+   */
+  readonly repeatable?: true;
 }
 
 export interface Handled<S> {
@@ -149,7 +154,8 @@ function gateOnly<S>(
   recorded = false,
 ): Handled<S> {
   // An unsequenced event's id joins the recent ones even when nothing else changes: they are the
-  // group's one record of it, which a later commit that applies it must see.
+  // group's one record of it, which a later commit that applies it must see (unless its role
+  // applies its type idempotently: then nothing records it, and nothing may be left to write).
   const gate = gateAfter(base, state);
   const commit: CommitRequest = {
     inbox,
@@ -180,7 +186,9 @@ function gateOnly<S>(
  * written: the checkpoint of the event's stream on the state, the group's checkpoint row of a
  * shared stream, or the event's id among the state's recent unsequenced ones. The operator tools
  * read those as the group's outcomes (lib/operator/recorded-outcomes.ts); the group that keeps
- * messages (Role.keepsMessages) is where a trace finds an unsequenced one. Repairs, discards and
+ * messages (Role.keepsMessages) is where a trace finds an unsequenced one. A message of a type the
+ * role applies idempotently (Role.repeatableTypes) is recorded nowhere: a duplicate is decided
+ * again, and a commit of it that changes no state writes nothing at all. Repairs, discards and
  * rejections keep their rows (a trace shows what they were).
  */
 function recordsItself(base: CommitBase, step: Pick<Step, "status" | "repaired">): boolean {
@@ -217,7 +225,11 @@ function gateAfter(base: CommitBase, state: StoredState | undefined): GateRecord
   return recordsAfter(state?.gate, {
     event: base.event,
     stream: base.stream,
-    byId: base.stream === undefined && base.row === undefined && base.keepsMessage !== true,
+    byId:
+      base.stream === undefined &&
+      base.row === undefined &&
+      base.keepsMessage !== true &&
+      base.repeatable !== true,
     now: base.now.getTime() / 1000,
     expiresAt: expiresAtOf(base),
   });

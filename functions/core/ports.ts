@@ -204,8 +204,9 @@ export interface CommitRequest {
   readonly inbox?: InboxRecord;
   /**
    * What this commit writes records the event's outcome itself (a stream checkpoint, on the
-   * state or in a shared stream's row, or an unordered role's record it creates): `inbox` says
-   * what the commit is for but is neither written as a row nor checked.
+   * state or in a shared stream's row, or an unordered role's record it creates), or nothing
+   * needs to (a message its role applies idempotently: Role.repeatableTypes): `inbox` says what
+   * the commit is for but is neither written as a row nor checked.
    */
   readonly recordedByState?: true;
   readonly checkpoint?: {

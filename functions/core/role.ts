@@ -85,6 +85,14 @@ export interface RoleStorage<S> {
    */
   readonly sharedStreams?: readonly string[];
   /**
+   * Unsequenced message types the role promises to apply idempotently by its decision: applying
+   * one again, whenever it comes, changes nothing that matters (at most a lease's due time) and
+   * emits nothing. The group keeps no record of them (no id among its state's recent ones, no
+   * inbox row when applied), so a duplicate is decided again; a commit that changes nothing
+   * writes nothing. Discards and rejections of them keep their rows. Left out: none.
+   */
+  readonly repeatableTypes?: readonly string[];
+  /**
    * How an operator finds this state: its kind and status for lists, and what it waits for from a
    * person, if anything. Asked for each state written; undefined = not listed.
    */
@@ -226,7 +234,7 @@ export interface Role<S> extends RoleIdentity, RoleStorage<S>, RoleDecision<S> {
 export type RoleDescriptor = RoleIdentity &
   Pick<
     RoleStorage<unknown>,
-    "stateOf" | "unordered" | "sharedStreams" | "keepsMessages" | "foldWith"
+    "stateOf" | "unordered" | "sharedStreams" | "repeatableTypes" | "keepsMessages" | "foldWith"
   > & {
     // biome-ignore lint/suspicious/noExplicitAny: each role's own state type, read back by the erasure
     readonly personalState?: PersonalState<any>;

@@ -199,6 +199,13 @@ export const ORCHESTRATOR: DescriptorOf<EventType, OrchestratorEmit | "workflow.
   // A child run's start and cancel come on its parent's stream, its end on its own: a dag_run
   // stream's events go to several runs (./children).
   sharedStreams: [DAG_RUN_AGGREGATE],
+  // An agent's acknowledgement and heartbeat change nothing when they come again (./agent,
+  // ./leases): an acknowledgement counts once per assignment (a repeat finds the lease started,
+  // or the node no longer RUNNING under its generation), and a heartbeat only extends the lease
+  // of its node RUNNING under its generation, never shortens it, as a late one would anyway. The
+  // agent sends a new one (a new id) whenever its request is delivered again, so the run already
+  // meets repeats the ids would not catch: keeping ids for them bought nothing but bytes.
+  repeatableTypes: ["node.started", "node.heartbeat"],
 };
 
 export function orchestratorRole(options: OrchestratorOptions = {}): Role<OrchestratorState> {
