@@ -11,8 +11,8 @@ import type { FifoMessage } from "./ports";
  * - a `delivery: "relay"` group (the orchestrator): to its FIFO queue, the message built as its
  *   dispatch function builds it (./direct-delivery.ts `directMessageOf`: same message group or
  *   tenant lane, the event id as deduplication id), so order and deduplication hold as on the bus;
- * - an unordered group (the audit group, which keeps the message whole for the trace): to its
- *   standard queue, the envelope as the body, as its rule hands it the event.
+ * - an unordered group: to its standard queue, the envelope as the body, as its rule hands it the
+ *   event. (The audit group takes no heartbeat: the run a heartbeat reports on keeps it.)
  * Groups fed by the bus otherwise (a dispatch function, a pipe, a new bus's subscriber) still get
  * it there: the stack sets `EVENTS_BUS_NAME` for a consumer only when one of those takes a
  * heartbeat type.

@@ -155,7 +155,7 @@ export const RETENTION = {
     days: 7,
   },
   heartbeats: {
-    where: "heartbeats (`node.heartbeat`, `node.started`) and the audit group's rows of them",
+    where: "heartbeats (`node.heartbeat`, `node.started`) on their way to the run they report on",
     days: 1,
   },
 } as const satisfies Readonly<Record<string, RetentionPlace>>;

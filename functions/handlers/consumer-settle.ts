@@ -32,6 +32,12 @@ export interface SettleWiring {
   readonly observability: Observability;
   /** Where the failure is recorded for tracing (best effort), kept as long as inbox rows. */
   readonly failures: FailureLog;
+  /**
+   * Message types whose retries are not recorded (the role's `repeatableTypes`): nothing records
+   * them when they apply, so a retry's record would be all a trace shows of one that then applied.
+   * Their dead letters are recorded.
+   */
+  readonly unrecordedRetries?: readonly string[];
   readonly clock: Clock;
 }
 
@@ -55,11 +61,13 @@ export function failureSettler(wiring: SettleWiring) {
 
 /**
  * Records a failure (retrying with its last error, or dead-lettered) beside the inbox rows, so a
- * trace shows it. Best effort: a record that cannot be written is logged and the message's fate
+ * trace shows it (a retry of an `unrecordedRetries` type excepted). Best effort: a record that cannot be written is logged and the message's fate
  * stays as settled.
  */
-function failureRecorder({ env, failures, clock, observability }: SettleWiring) {
+function failureRecorder(wiring: SettleWiring) {
+  const { env, failures, clock, observability } = wiring;
   const ttlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
+  const unrecorded = new Set(wiring.unrecordedRetries ?? []);
   return async (failure: ConsumerFailure) => {
     const record = failureRecordOf(failure.body, {
       group: env.GROUP_NAME,
@@ -70,6 +78,7 @@ function failureRecorder({ env, failures, clock, observability }: SettleWiring) 
       ttlSeconds,
     });
     if (!record) return;
+    if (record.outcome === "retrying" && unrecorded.has(record.eventType)) return;
     await failures.record(record).catch((e: unknown) =>
       observability.logger.warn("could not record the failure for tracing", {
         error: describe(e),

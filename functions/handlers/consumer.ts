@@ -203,6 +203,7 @@ function wire<S>(role: Role<S>, options: ConsumerOptions) {
     receiveLimit,
     observability: obs,
     failures: new DynamoFailureLog(dynamodb, env.INBOX_TABLE),
+    ...(role.repeatableTypes ? { unrecordedRetries: role.repeatableTypes } : {}),
     clock,
   });
   const withHeartbeat = heartbeatFor(role, heartbeatWiring);

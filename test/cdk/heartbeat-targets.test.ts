@@ -26,6 +26,12 @@ const { template } = synthesizeStack({
         role: { group: "lease-watch", subscriptions: ["node.heartbeat"] },
         handler: "functions/roles/task-projection/handler.ts",
       },
+      {
+        name: "beat-log",
+        role: { group: "beat-log", subscriptions: ["node.started"], unordered: true },
+        handler: "functions/roles/task-projection/handler.ts",
+        ordering: "none",
+      },
       { name: "audit", role: audit, handler: "functions/roles/audit/handler.ts", ordering: "none" },
     ],
   }),
@@ -40,7 +46,7 @@ const env = (fn: Resource) =>
   (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
 
 describe("heartbeats when a group fed by the bus takes one", () => {
-  it("go on the events bus as well as straight to the orchestrator's and the audit group's queues", () => {
+  it("go on the events bus as well as straight to the orchestrator's and an unordered group's queues, never the audit group's", () => {
     const fn = consumerOf("writing");
     const variables = env(fn);
     const events = resources(template, "AWS::Events::EventBus").find((b) =>
@@ -55,7 +61,8 @@ describe("heartbeats when a group fed by the bus takes one", () => {
       z.array(z.looseObject({ group: z.string() })),
       HEARTBEAT_TARGETS_ENV,
     ).parse(variables[HEARTBEAT_TARGETS_ENV]);
-    // The lease watcher is fed by its dispatch function: the bus brings it its heartbeats.
-    expect(targets.map((t) => t.group).sort()).toEqual(["audit", "orchestrator"]);
+    // The lease watcher is fed by its dispatch function: the bus brings it its heartbeats. The
+    // audit group takes none: the run a heartbeat reports on keeps it.
+    expect(targets.map((t) => t.group).sort()).toEqual(["beat-log", "orchestrator"]);
   });
 });

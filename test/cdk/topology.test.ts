@@ -250,13 +250,16 @@ describe("the project's topology", () => {
     );
   });
 
-  it("the audit group needs no order and subscribes to every registered event type", () => {
+  it("the audit group needs no order and subscribes to every registered event type but heartbeats", () => {
     const group = topology.groups.find((g) => g.name === "audit");
     expect(group).toMatchObject({ role: audit, ordering: "none" });
     expect(absoluteEntry(group?.handler ?? "")).toBe(
       join(PACKAGE_ROOT, "functions/roles/audit/handler.ts"),
     );
     const subscribed = group?.subscriptions.flatMap((s) => s.eventTypes) ?? [];
-    expect(new Set(subscribed)).toEqual(new Set(registry.definitions().map((d) => d.type)));
+    const notBeats = registry.definitions().filter((d) => !d.heartbeat);
+    expect(new Set(subscribed)).toEqual(new Set(notBeats.map((d) => d.type)));
+    expect(subscribed).not.toContain("node.heartbeat");
+    expect(subscribed).not.toContain("node.started");
   });
 });

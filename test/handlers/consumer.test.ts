@@ -390,6 +390,47 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
     expect((await viewOf(waits.task_id))?.feedback).toEqual({ count: 1, rating_total: 5 });
   });
 
+  it("records no retry of a type its role repeats idempotently, only its dead letter", async () => {
+    const dlq = await fifoQueue("hc-repeat-dlq");
+    const limited = await fifoQueue("hc-repeat");
+    await sqs.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: limited,
+        Attributes: {
+          RedrivePolicy: JSON.stringify({
+            deadLetterTargetArn: queueArnOf(dlq),
+            maxReceiveCount: 3,
+          }),
+        },
+      }),
+    );
+    const [created] = taskStream(1, 1) as [Envelope];
+    // Nothing records such a message when it applies: a retry's record would be all a trace
+    // showed of one that applied next time.
+    const repeating = {
+      ...taskProjection,
+      repeatableTypes: [created.event_type],
+      decide: () => Promise.reject(new TransientError("store.throttled", "slow down")),
+    } as unknown as Role<TaskView>;
+    const handler = createConsumerHandler(repeating, {
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(sqs),
+      env: consumerEnv({ QUEUE_URL: limited, DEAD_LETTER_QUEUE_URL: dlq }),
+    });
+    const outcomes = () => trace.outcomesOfEvent([taskProjection.group], created.event_id);
+
+    const second = recordOf(created, { receiveCount: 2 });
+    expect((await handler(sqsEvent([second]))).batchItemFailures).toEqual(ids([second]));
+    expect(await outcomes()).toEqual([]);
+
+    const last = recordOf(created, { receiveCount: 3 });
+    expect((await handler(sqsEvent([last]))).batchItemFailures).toEqual([]);
+    expect(await outcomes()).toEqual([
+      expect.objectContaining({ outcome: "dead-lettered", attempts: 3 }),
+    ]);
+    expect(await drain(dlq)).toHaveLength(1);
+  });
+
   it("commits a role's failure facts on the queue's last receive instead of dead-lettering", async () => {
     const dlq = await fifoQueue("hc-failed-dlq");
     const limited = await fifoQueue("hc-failed");

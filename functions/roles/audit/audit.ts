@@ -37,8 +37,9 @@ export interface AuditRecord {
 
 /**
  * The audit consumer: the record of what is stored nowhere else. It subscribes to every event
- * type in the registry (the hub's and every application's whose modules the process imported),
- * but its rules match only unsequenced messages (`keepsMessages`: the stack sets the group's
+ * type in the registry but heartbeats (the hub's and every application's whose modules the process
+ * imported; a heartbeat's record is the run it reports on, see `withEveryRegisteredType`), and its
+ * rules match only unsequenced messages (`keepsMessages`: the stack sets the group's
  * `unsequencedOnly`), messages from outside any stream, which have no other copy: the group
  * keeps each whole, envelope and payload, in its inbox row, written once with one PutItem, where
  * the trace finds it by correlation (by task through the task's stored events or failure
@@ -89,10 +90,15 @@ export const audit = withEveryRegisteredType(
 );
 
 /**
- * The role subscribed to every type the registry holds when its subscriptions are read (by the
- * topology, by its consumer), not when this file is evaluated: an application's types are
- * registered as its role modules are imported, which may be after it. Read again only once the
+ * The role subscribed to every type the registry holds but heartbeats when its subscriptions are
+ * read (by the topology, by its consumer), not when this file is evaluated: an application's types
+ * are registered as its role modules are imported, which may be after it. Read again only once the
  * registry has grown, in the order the types were defined.
+ *
+ * A heartbeat (EventTypeDefinition.heartbeat: an agent's `node.started` and `node.heartbeat`) is
+ * kept where it does its work, not here: the run it reports on records it on its timeline (when,
+ * which node and generation, what type) and in the node's lease, the only things a heartbeat says
+ * that matter. A second copy of every beat would cost a write, a queue hop and an invocation each.
  */
 function withEveryRegisteredType<R extends Role<AuditRecord>>(role: R): R {
   let size = -1;
@@ -102,7 +108,14 @@ function withEveryRegisteredType<R extends Role<AuditRecord>>(role: R): R {
     get() {
       if (registry.size !== size) {
         size = registry.size;
-        types = [...new Set(registry.definitions().map((d) => d.type))];
+        types = [
+          ...new Set(
+            registry
+              .definitions()
+              .filter((d) => !d.heartbeat)
+              .map((d) => d.type),
+          ),
+        ];
       }
       return types;
     },
