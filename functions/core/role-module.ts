@@ -14,7 +14,6 @@ import {
   withSteps,
 } from "./step-role";
 import { type StepDeclaration, type StepRoleEntry, stepEntryOf, stepTypesOf } from "./steps";
-import { DAG_RUN_AGGREGATE } from "./sweeper";
 
 export type { RolePorts };
 
@@ -208,7 +207,6 @@ function withModuleSteps<Settings, Uses extends IntegrationUses>(
       ...descriptor,
       stateOf,
       subscriptions: [...descriptor.subscriptions, ...stepTypes],
-      sharedStreams: [...new Set([...(descriptor.sharedStreams ?? []), DAG_RUN_AGGREGATE])],
       emits: [...(descriptor.emits ?? []), ...stepRoleEmits(types)],
     },
     deployment,

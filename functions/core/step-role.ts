@@ -228,7 +228,6 @@ export function stepRole(options: StepRoleOptions): Role<StepRun> {
     subscriptions: [types.requested, types.cancel, ...(types.confirm ? [types.confirm] : [])],
     emits: stepRoleEmits(types),
     stateOf: stepRunOf,
-    sharedStreams: [DAG_RUN_AGGREGATE],
     compactState: true,
     tenantOfState: (state) => state.tenant_id,
     summarize: summarizeStepRun,
@@ -554,7 +553,7 @@ export function withSteps(
     ...role,
     subscriptions: [...role.subscriptions, ...steps.subscriptions],
     emits: [...(role.emits ?? []), ...(steps.emits ?? [])],
-    sharedStreams: [...new Set([...(role.sharedStreams ?? []), ...(steps.sharedStreams ?? [])])],
+    ...(role.sharedStreams ? { sharedStreams: role.sharedStreams } : {}),
     stateOf,
     decide: (state, event, context) =>
       isStep(event) ? step.decide(state, event, context) : role.decide(state, event, context),

@@ -10,7 +10,6 @@ import type {
 import {
   type AgentRun,
   confirmEventType,
-  DAG_RUN_AGGREGATE,
   type DescriptorOf,
   defineRole,
   discardCancelled,
@@ -123,9 +122,9 @@ export function contentAgentDescriptor(
     group: role,
     subscriptions: contentAgentSubscriptions(role),
     emits: [completed, failed, "node.blocked"],
+    // A run's stream carries the requests of all its nodes, one agent run each; each agent run
+    // keeps its own checkpoint of that stream (functions/core/step-role.ts `stepRole`).
     stateOf: agentRunRefOf(role),
-    // A run's stream carries the requests of all its nodes, one agent run each.
-    sharedStreams: [DAG_RUN_AGGREGATE],
   };
 }
 
