@@ -58,6 +58,7 @@ import {
 import openapi from "./openapi.json";
 import {
   DEFAULT_RUN_PAGE,
+  type ListedRun,
   listRuns,
   MAX_RUN_PAGE,
   runCursor,
@@ -358,7 +359,7 @@ const CLIENT_ROUTES: readonly Route[] = [
         schema: { type: "string", enum: [...RUN_STATUSES] },
       },
       limit: {
-        description: `the most runs on the page (default ${DEFAULT_RUN_PAGE}); a page may hold fewer and still have a next_cursor`,
+        description: `the most runs on the page (default ${DEFAULT_RUN_PAGE}); a page may hold fewer (it also stops before 1 MB of runs) and still have a next_cursor`,
         schema: { type: "integer", minimum: 1, maximum: MAX_RUN_PAGE },
       },
       cursor: {
@@ -858,12 +859,14 @@ async function listRunsRoute({ request, ports, who }: RouteContext) {
   const { runIndex, states } = ports;
   if (!runIndex) fail("not_served", "this deployment's front door lists no runs");
   const query = runListQueryOf(request.query ?? {}, caller.tenantId, ports.workflows);
-  const page = await listRuns({ runIndex, states }, caller.tenantId, query);
+  const listed = (run: ListedRun) => ({
+    ...runAnswer(run.runId, run.state),
+    listed_at: run.listedAt,
+  });
+  const sizeOf = (run: ListedRun) => Buffer.byteLength(JSON.stringify(listed(run)));
+  const page = await listRuns({ runIndex, states }, caller.tenantId, { ...query, sizeOf });
   return json(200, {
-    runs: page.runs.map((run) => ({
-      ...runAnswer(run.runId, run.state),
-      listed_at: run.listedAt,
-    })),
+    runs: page.runs.map(listed),
     ...(page.next ? { next_cursor: runCursor(caller.tenantId, page.next) } : {}),
   });
 }

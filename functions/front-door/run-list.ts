@@ -61,6 +61,12 @@ export interface TenantRunIndex {
 /** The most runs a page holds, and how many without a `limit`. */
 export const MAX_RUN_PAGE = 100;
 export const DEFAULT_RUN_PAGE = 50;
+/**
+ * The most bytes of runs a page holds (as its answer shows them): a run's outputs may be large, and
+ * a hundred of them must not pass what a Lambda function may answer (6 MB). A page stops before the
+ * run that would pass it and its cursor begins there; a run larger alone is a page alone.
+ */
+export const MAX_PAGE_BYTES = 1_000_000;
 /** How many index pages one list page reads at most while filters leave runs out. */
 export const MAX_ROUNDS = 5;
 
@@ -78,6 +84,8 @@ export interface RunListQuery {
   readonly keep?: (runId: string, state: OrchestratorState) => boolean;
   readonly limit: number;
   readonly after?: RunPosition;
+  /** How many bytes a run takes in the page's answer (MAX_PAGE_BYTES); none: not counted. */
+  readonly sizeOf?: (run: ListedRun) => number;
 }
 
 export interface ListedRun {
@@ -101,7 +109,9 @@ export async function listRuns(
   const runs: ListedRun[] = [];
   let position = query.after;
   let more = true;
-  for (let round = 0; round < MAX_ROUNDS && more && runs.length < query.limit; round++) {
+  let bytes = 0;
+  let full = false;
+  for (let round = 0; round < MAX_ROUNDS && more && !full && runs.length < query.limit; round++) {
     const page = await ports.runIndex.page(tenant, query.statuses, query.limit, position);
     const states = await ports.states.loadStates(
       page.entries.map((entry) => ({ type: DAG_RUN, id: entry.runId })),
@@ -110,13 +120,20 @@ export async function listRuns(
     let looked = 0;
     for (const entry of page.entries) {
       if (runs.length >= query.limit) break;
+      const state = byId.get(entry.runId)?.data as OrchestratorState | null | undefined;
+      if (state && isListed(state, tenant, query, entry.runId)) {
+        const run = { runId: entry.runId, listedAt: entry.listedAt, state };
+        const size = query.sizeOf?.(run) ?? 0;
+        // The run that would pass the page's bytes begins the next page (the first is taken).
+        full = runs.length > 0 && bytes + size > MAX_PAGE_BYTES;
+        if (full) break;
+        bytes += size;
+        runs.push(run);
+      }
       looked++;
       position = entry;
-      const state = byId.get(entry.runId)?.data as OrchestratorState | null | undefined;
-      if (state && isListed(state, tenant, query, entry.runId))
-        runs.push({ runId: entry.runId, listedAt: entry.listedAt, state });
     }
-    more = page.more || looked < page.entries.length;
+    more = full || page.more || looked < page.entries.length;
   }
   return { runs, ...(more && position ? { next: position } : {}) };
 }

@@ -13,6 +13,7 @@ import type { HttpRequest } from "../../functions/front-door/http";
 import { InMemoryTenantLimits } from "../../functions/front-door/limits";
 import {
   InMemoryTenantRunIndex,
+  MAX_PAGE_BYTES,
   positionOfCursor,
   RunCursorError,
   runCursor,
@@ -37,7 +38,14 @@ const GLOBEX = { tenant_id: "globex", sub: "0d2c6a51-8c55-4a5e-9b2f-1f0e7d3c4b5a
 type Status = OrchestratorState["run"]["status"];
 
 /** A run's stored state, summary and list keys, as the orchestrator's commit leaves them. */
-function storedRun(runId: string, tenant: string, status: Status, listedAt: string, name: string) {
+function storedRun(
+  runId: string,
+  tenant: string,
+  status: Status,
+  listedAt: string,
+  name: string,
+  output: unknown = { n: 1 },
+) {
   const data = {
     tenant_id: tenant,
     workflow: name,
@@ -48,7 +56,7 @@ function storedRun(runId: string, tenant: string, status: Status, listedAt: stri
       generation: 0,
       input: {},
       nodes: {
-        review: { state: "COMPLETED", remaining_upstreams: 0, attempt: 1, output: { n: 1 } },
+        review: { state: "COMPLETED", remaining_upstreams: 0, attempt: 1, output },
       },
     },
   } as unknown as OrchestratorState;
@@ -74,9 +82,10 @@ function world() {
     status: Status,
     minute: number,
     name = "content.long-form",
+    output?: unknown,
   ) => {
     const listedAt = new Date(Date.UTC(2026, 11, 5, 10, minute)).toISOString();
-    const { state, summary } = storedRun(runId, tenant, status, listedAt, name);
+    const { state, summary } = storedRun(runId, tenant, status, listedAt, name, output);
     states.set(`dag_run#${runId}`, state);
     summaries.set(`dag_run#${runId}`, summary);
   };
@@ -162,6 +171,22 @@ describe("GET /v1/runs", () => {
     const globex = await w.list({}, GLOBEX);
     expect(globex.body.runs.map((r) => r.run_id)).toEqual(["run_g0"]);
     expect(globex.body.next_cursor).toBeUndefined();
+  });
+
+  it("a page stops before its runs pass MAX_PAGE_BYTES, the next begins there; a larger run is a page alone", async () => {
+    const w = world();
+    const article = (kb: number) => ({ body: "x".repeat(kb * 1000) });
+    for (let i = 0; i < 5; i++)
+      w.add(`run_a${i}`, "acme", "COMPLETED", i, "content.long-form", article(300));
+    w.add("run_big", "acme", "COMPLETED", 10, "content.long-form", article(1500));
+    const pages = await allPages(w, { limit: "50" });
+    expect(pages.map((p) => p.map((r) => r.run_id))).toEqual([
+      ["run_big"],
+      ["run_a4", "run_a3", "run_a2"],
+      ["run_a1", "run_a0"],
+    ]);
+    for (const page of pages.slice(1))
+      expect(Buffer.byteLength(JSON.stringify(page))).toBeLessThanOrEqual(MAX_PAGE_BYTES);
   });
 
   it("a run whose status moves between two pages is on one of them, once", async () => {
@@ -325,6 +350,31 @@ describe("A2A ListTasks (functions/front-door/a2a/list-tasks.ts)", () => {
     return { w, ports };
   }
   const ids = (response: ListTasksResponse) => response.tasks.map((t) => t.id);
+
+  it("a page of tasks with their artifacts stops before MAX_PAGE_BYTES; without them it need not", async () => {
+    const w = world();
+    const runOf = (n: number) => runIdOfTask(task(n)) ?? "";
+    const article = { body: "x".repeat(400_000) };
+    for (let n = 0; n < 4; n++)
+      w.add(runOf(n), "acme", "COMPLETED", n, "content.long-form", article);
+    const ports = {
+      tenant: "acme",
+      workflow: "long-form",
+      workflows: REFERENCE_FRONT_DOOR_WORKFLOWS,
+      runIndex: w.index,
+      states: w.ports.states,
+      at: "2026-12-05T12:00:00.000Z",
+    };
+    const first = await listTasks(ports, request({ includeArtifacts: true }));
+    expect(ids(first)).toEqual([task(3), task(2)]);
+    const rest = await listTasks(
+      ports,
+      request({ includeArtifacts: true, pageToken: first.nextPageToken }),
+    );
+    expect(ids(rest)).toEqual([task(1), task(0)]);
+    expect(rest.nextPageToken).toBe("");
+    expect(ids(await listTasks(ports, request()))).toEqual([task(3), task(2), task(1), task(0)]);
+  });
 
   it("lists the caller's tasks of the agent's workflow, newest first, as GetTask maps each run", async () => {
     const { ports } = tasksWorld();

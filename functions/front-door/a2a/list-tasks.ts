@@ -73,11 +73,14 @@ export async function listTasks(
       "statusTimestampAfter is not supported: a task's status time is when it is read",
     );
   const pageSize = params.pageSize ?? DEFAULT_RUN_PAGE;
-  const query = taskQueryOf(ports, params, pageSize);
+  const includeArtifacts = params.includeArtifacts === true;
+  const sizeOf = (run: ListedRun) =>
+    Buffer.byteLength(JSON.stringify(taskOf(ports, run, includeArtifacts)));
+  const query = { ...taskQueryOf(ports, params, pageSize), sizeOf };
   const page = params.contextId
     ? { runs: await taskByContext(ports, params.contextId, query) }
     : await listRuns({ runIndex, states: ports.states }, ports.tenant, query);
-  const tasks = page.runs.map((run) => taskOf(ports, run, params.includeArtifacts === true));
+  const tasks = page.runs.map((run) => taskOf(ports, run, includeArtifacts));
   return {
     tasks,
     nextPageToken: "next" in page && page.next ? runCursor(ports.tenant, page.next) : "",
