@@ -223,7 +223,7 @@ export { systemClock, ulidSource } from "./core/runtime";
 export type { SideEffectRecord, SideEffectResult, SideEffectStore } from "./core/side-effects";
 export { InMemorySideEffects, sideEffectKey } from "./core/side-effects";
 export type { StepContext, StepHandler, StepRun } from "./core/step-role";
-export { assignmentKey, nodeHeartbeat, StepWaiting } from "./core/step-role";
+export { assignmentKey, firstRequestOf, nodeHeartbeat, StepWaiting } from "./core/step-role";
 export type { StepA2a, StepDeclaration, StepRoleEntry, StepRoleTable } from "./core/steps";
 export { stepRolesOf } from "./core/steps";
 export { DAG_RUN_AGGREGATE } from "./core/sweeper";

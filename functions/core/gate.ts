@@ -14,7 +14,8 @@ const LARGE_GAP = 1000;
  * - v <= checkpoint: a duplicate or an old version;
  * - v = checkpoint + 1: apply;
  * - v > checkpoint + 1: the missing versions are read from the event store and applied first,
- *   each upcast to its type's newest schema version (as delivery does when it parses).
+ *   each upcast to its type's newest schema version (as delivery does when it parses); unless the
+ *   event begins a state that has none (`beginsState`, Role.beginsState): then it alone.
  * Its cost follows the events stored in the gap, never the size of the version number: a gap the
  * store cannot fill is reported by ranges and a count.
  */
@@ -23,12 +24,15 @@ export async function eventsToApply(
   stream: AggregateRef | undefined,
   loaded: Loaded,
   deps: Pick<ConsumerDeps, "store" | "registry">,
+  beginsState: (event: Envelope) => boolean = () => false,
 ): Promise<Envelope[]> {
   if (!stream) return loaded.inboxHit ? [] : [event];
   const version = event.aggregate.version;
   const last = loaded.checkpoint;
   if (version <= last) return [];
   if (version === last + 1) return [event];
+  // A state's first event (Role.beginsState): nothing of the gap before it is that state's.
+  if (last === 0 && loaded.state === undefined && beginsState(event)) return [event];
   return withGap(event, stream, last, deps);
 }
 

@@ -88,7 +88,7 @@ export async function consume<S>(
 
   for (let round = 0; round < maxRounds; round++) {
     const loaded = await deps.store.load(loadRequestOf(role, event, stream, stateRef, readRow));
-    const queue = await eventsToApply(event, stream, loaded, deps);
+    const queue = await eventsToApply(event, stream, loaded, deps, role.beginsState);
     if (queue.length === 0) {
       const step = duplicateStep(event);
       return { event, status: "duplicate", steps: [...steps, step] };

@@ -85,6 +85,15 @@ export interface RoleStorage<S> {
    */
   readonly sharedStreams?: readonly string[];
   /**
+   * True for a stream event that begins a state of its own (a step's first request starts its
+   * agent run): delivered to a state that has none and has applied nothing of the stream, nothing
+   * before it in the stream is that state's, so the gap before it is not read (a stream that
+   * carries many states' events would be read again for each new one). The checkpoint is then the
+   * event's version. An event that may have an earlier copy unseen (a request sent again) must
+   * answer false: the gap read applies that copy first. Left out: none does.
+   */
+  beginsState?(event: Envelope): boolean;
+  /**
    * Unsequenced message types the role promises to apply idempotently by its decision: applying
    * one again, whenever it comes, changes nothing that matters (at most a lease's due time) and
    * emits nothing. The group keeps no record of them (no id among its state's recent ones, no

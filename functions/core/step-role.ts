@@ -217,6 +217,16 @@ export function stateOfWithSteps(
     steps.has(event.event_type) ? stepRunOf(event) : (own?.(event) ?? event.aggregate);
 }
 
+/**
+ * Whether an event is an assignment's first request (`requested`, not sent again): it begins an
+ * agent run of its own, with nothing before it in the run's stream (Role.beginsState).
+ */
+export function firstRequestOf(requested: string): (event: Envelope) => boolean {
+  return (event) =>
+    event.event_type === requested &&
+    (event.payload as { redelivered?: true } | undefined)?.redelivered !== true;
+}
+
 /** A role that carries out `group`'s steps with `handler` (see the module comment). */
 export function stepRole(options: StepRoleOptions): Role<StepRun> {
   const { group, steps } = options;
@@ -228,6 +238,8 @@ export function stepRole(options: StepRoleOptions): Role<StepRun> {
     subscriptions: [types.requested, types.cancel, ...(types.confirm ? [types.confirm] : [])],
     emits: stepRoleEmits(types),
     stateOf: stepRunOf,
+    // Each request on a run's stream starts a step run of its own, unless it is sent again.
+    beginsState: firstRequestOf(types.requested),
     compactState: true,
     tenantOfState: (state) => state.tenant_id,
     summarize: summarizeStepRun,
@@ -554,6 +566,8 @@ export function withSteps(
     subscriptions: [...role.subscriptions, ...steps.subscriptions],
     emits: [...(role.emits ?? []), ...(steps.emits ?? [])],
     ...(role.sharedStreams ? { sharedStreams: role.sharedStreams } : {}),
+    beginsState: (event) =>
+      isStep(event) ? (step.beginsState?.(event) ?? false) : (role.beginsState?.(event) ?? false),
     stateOf,
     decide: (state, event, context) =>
       isStep(event) ? step.decide(state, event, context) : role.decide(state, event, context),

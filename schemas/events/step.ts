@@ -49,6 +49,8 @@ export const StepRequestedPayload = z.object({
   item: z.optional(MapItemRef),
   /** Set inside a loop's body from its second round on (as `<stem>.requested` has it). */
   loop: z.optional(LoopRef),
+  /** Set when the assignment is sent again (as `<stem>.requested` has it). */
+  redelivered: z.optional(z.literal(true)),
 });
 export type StepRequested = z.infer<typeof StepRequestedPayload>;
 

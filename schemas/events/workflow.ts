@@ -111,6 +111,11 @@ export const NodeRequestedPayload = z.object({
   item: z.optional(MapItemRef),
   /** Set inside a loop's body from its second round on: the round and the round before's outputs. */
   loop: z.optional(LoopRef),
+  /**
+   * Set when the assignment is sent again (its lease ran out): an earlier copy may be on the
+   * stream unseen, so the agent reads its stream before this one (Role.beginsState).
+   */
+  redelivered: z.optional(z.literal(true)),
 });
 export type NodeRequested = z.infer<typeof NodeRequestedPayload>;
 

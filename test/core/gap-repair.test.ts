@@ -89,6 +89,59 @@ describe("gap repair: each repaired event goes to its own state", () => {
   });
 });
 
+describe("a state's first event (Role.beginsState) reads no gap", () => {
+  // One state per version, as a step role keeps one agent run per request on a run's stream.
+  function perVersion(events: readonly Envelope[], begins: readonly string[], type = "step") {
+    return {
+      group: `per-version-${type}`,
+      subscriptions: events.map((e) => e.event_type),
+      stateOf: (e: Envelope) => ({ type, id: `s_${e.aggregate.version}` }),
+      beginsState: (e: Envelope) => begins.includes(e.event_type),
+      decide: (state: { seen: number[] } | undefined, e: Envelope) => ({
+        state: { seen: [...(state?.seen ?? []), e.aggregate.version] },
+      }),
+    } satisfies Role<{ seen: number[] }>;
+  }
+  function counted(deps: ReturnType<typeof makeDeps>["deps"]) {
+    let reads = 0;
+    const store = new Proxy(deps.store, {
+      get(target, key, receiver) {
+        if (key === "readStream") reads++;
+        const value = Reflect.get(target, key, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    return { deps: { ...deps, store }, reads: () => reads };
+  }
+
+  it("applies it alone to its new state, reading nothing; an earlier copy coming later is a duplicate", async () => {
+    const { deps, store } = makeDeps();
+    const events = await seedTask(deps, 4);
+    const [, , v3, v4] = events as [Envelope, Envelope, Envelope, Envelope];
+    const role = perVersion(events, [v4.event_type]);
+    const read = counted(deps);
+    const result = await consume(v4, role, read.deps);
+    expect(result.steps.map((s) => [s.version, s.status, s.repaired])).toEqual([
+      [4, "applied", false],
+    ]);
+    expect(read.reads()).toBe(0);
+    expect(store.states.get("step#s_4")?.data).toEqual({ seen: [4] });
+    expect((await consume(v4, role, read.deps)).status).toBe("duplicate");
+    // Without it, the gap is read and its events left to their own states.
+    const other = perVersion(events, [], "other");
+    const readAgain = counted(deps);
+    const repaired = await consume(v4, other, readAgain.deps);
+    expect(readAgain.reads()).toBe(1);
+    expect(repaired.steps.map((s) => s.version)).toEqual([4]);
+    expect(store.states.get("other#s_4")?.data).toEqual({ seen: [4] });
+    // A type that begins no state reads its gap, leaving its events to their own states.
+    await consume(v3, role, read.deps);
+    expect(read.reads()).toBe(1);
+    expect(store.states.get("step#s_3")?.data).toEqual({ seen: [3] });
+    expect(store.states.get("step#s_1")).toBeUndefined();
+  });
+});
+
 describe("gap repair: a failure names the repaired event", () => {
   it("says which event read from the store failed, keeping the code and class", async () => {
     const { deps } = makeDeps();

@@ -17,7 +17,7 @@ export function assignment(
   attempt: number,
   generation: number,
   item?: ItemRef,
-): DagCommand {
+): Extract<DagCommand, { type: "node.assign" }> {
   const loop = loopRefOf(draft, id);
   return {
     type: "node.assign",

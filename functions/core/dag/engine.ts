@@ -231,7 +231,10 @@ export function redeliver(
       item === undefined
         ? undefined
         : { index: item, count: node.items?.length ?? 0, value: mapItemsOf(draft, nodeId)?.[item] };
-    draft.commands.push(assignment(draft, nodeId, role, attempt, generation, ref));
+    draft.commands.push({
+      ...assignment(draft, nodeId, role, attempt, generation, ref),
+      redelivered: true,
+    });
     draft.events.push({ type: "node.redelivered", node_id: nodeId, role, attempt, generation });
     return draft.done();
   });

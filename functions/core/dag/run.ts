@@ -132,6 +132,8 @@ export type DagCommand =
       readonly item?: ItemRef;
       /** Set inside a loop's body from round 2 on. */
       readonly loop?: LoopRef;
+      /** Set when the same assignment is sent again (its lease ran out). */
+      readonly redelivered?: true;
     }
   | {
       /** An assignment no longer counts: stop its work (re-run or run cancelled), or close the

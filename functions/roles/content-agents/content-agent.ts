@@ -13,6 +13,7 @@ import {
   type DescriptorOf,
   defineRole,
   discardCancelled,
+  firstRequestOf,
   invokeStructured,
   modelSchemaOf,
   type NodeRequested,
@@ -123,7 +124,7 @@ export function contentAgentDescriptor(
     subscriptions: contentAgentSubscriptions(role),
     emits: [completed, failed, "node.blocked"],
     // A run's stream carries the requests of all its nodes, one agent run each; each agent run
-    // keeps its own checkpoint of that stream (functions/core/step-role.ts `stepRole`).
+    // keeps its own checkpoint of that stream, from its request (`contentAgentRole`).
     stateOf: agentRunRefOf(role),
   };
 }
@@ -134,6 +135,8 @@ export function contentAgentRole(options: ContentAgentOptions): Role<AgentRun> {
   // Typed as any content agent's commands and answers (./settings); the check holds it to its own.
   return defineRole<AgentRun, ContentCommand, ContentAnswer>({
     ...contentAgentDescriptor(agent.role),
+    // Each first request starts an agent run of its own (Role.beginsState).
+    beginsState: firstRequestOf(agent.types.requested),
     heartbeat: (event, receiveCount) => heartbeatOf(agent, event, receiveCount),
     discard: (existing, event) =>
       isCancel(event)

@@ -132,6 +132,7 @@ function nodeCommand(
     ...(loop === undefined
       ? {}
       : { loop: { exit: loop.exit, round: loop.round, previous: { ...loop.previous } } }),
+    ...(command.redelivered ? { redelivered: true as const } : {}),
   };
   return [{ type: entry.requested, payload, orderKey: runId } as EmitOf<StepCommand>];
 }
