@@ -266,7 +266,7 @@ describe("node.lease.expired and the lease", () => {
       const result = await expired(t, t.state().leases?.["topic-selection"]?.expires_at ?? "");
       const [again] = result.steps.at(-1)?.emitted ?? [];
       expect(again?.event_type).toBe("topic_selection.requested");
-      expect(again?.payload).toEqual({ ...request?.payload, redelivered: true }); // same generation, attempt and input
+      expect(again?.payload).toEqual({ ...(request?.payload as object), redelivered: true }); // same generation, attempt and input
       expect(t.state().run.nodes["topic-selection"]?.state).toBe("RUNNING");
       expect(t.state().leases?.["topic-selection"]).toEqual({
         generation: 0,

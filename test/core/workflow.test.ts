@@ -315,7 +315,10 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     const requests = bus.emitted("topic_selection.requested");
     expect(requests).toHaveLength(2);
     // The same assignment, marked as sent again (its agent reads the stream before it).
-    expect(requests[1]?.payload).toEqual({ ...requests[0]?.payload, redelivered: true });
+    expect(requests[1]?.payload).toEqual({
+      ...(requests[0]?.payload as object),
+      redelivered: true,
+    });
 
     await bus.drain();
     expect(bus.state(runId).run.status).toBe("COMPLETED");
