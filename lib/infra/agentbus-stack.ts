@@ -65,6 +65,7 @@ import { HUB_INTEGRATIONS } from "./hub-integrations";
 import type { AnyIntegrationInfra, IntegrationUser } from "./integration-infra";
 import { outputId } from "./output-ids";
 import { leaveUnpublished, type Publish } from "./published-types";
+import { queueNameClashes } from "./queue-names";
 import { replayNamePrefix } from "./replay-names";
 import { retentionDaysAt } from "./retention";
 import { addStackOutputs } from "./stack-outputs";
@@ -286,6 +287,9 @@ export class AgentBusStack extends Stack {
     placeApplicationTypes(this.relay.function, topology);
     leaveUnpublished(this.relay.function, topology, props.publish);
 
+    const clashes = queueNameClashes(stage, topology.groups);
+    if (clashes.length > 0)
+      throw new Error(`AgentBus stack ${id}: rename a group: ${clashes.join("; ")}`);
     this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
     this.relay.publishToSubscriberBuses([...this.topics.values()]);
     this.relay.deliverTo(this.groups);
