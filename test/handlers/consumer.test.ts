@@ -60,6 +60,21 @@ async function fifoQueue(name: string): Promise<string> {
   return url;
 }
 
+/** A FIFO queue whose messages go to its own FIFO dead-letter queue after 3 receives. */
+async function limitedQueue(name: string): Promise<{ dlq: string; limited: string }> {
+  const dlq = await fifoQueue(`${name}-dlq`);
+  const limited = await fifoQueue(name);
+  await sqs.send(
+    new SetQueueAttributesCommand({
+      QueueUrl: limited,
+      Attributes: {
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: queueArnOf(dlq), maxReceiveCount: 3 }),
+      },
+    }),
+  );
+  return { dlq, limited };
+}
+
 beforeAll(async () => {
   dynamodb = new DynamoDBClient(emulator());
   sqs = new SQSClient(emulator());
@@ -276,19 +291,7 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
   });
 
   it("dead-letters a transient failure on the queue's last receive, with its last error", async () => {
-    const dlq = await fifoQueue("hc-exhausted-dlq");
-    const limited = await fifoQueue("hc-limited");
-    await sqs.send(
-      new SetQueueAttributesCommand({
-        QueueUrl: limited,
-        Attributes: {
-          RedrivePolicy: JSON.stringify({
-            deadLetterTargetArn: queueArnOf(dlq),
-            maxReceiveCount: 3,
-          }),
-        },
-      }),
-    );
+    const { dlq, limited } = await limitedQueue("hc-limited");
     // Version 3 of a task whose versions 1-2 are nowhere: gate.gap_unrepairable, transient.
     const [, , orphan] = taskStream(1, 3) as [Envelope, Envelope, Envelope];
     const failures: string[] = [];
@@ -335,19 +338,7 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
   });
 
   it("holds a message that waits for a state's version, with its group, then dead-letters it as a timeout", async () => {
-    const dlq = await fifoQueue("hc-waits-dlq");
-    const limited = await fifoQueue("hc-waits");
-    await sqs.send(
-      new SetQueueAttributesCommand({
-        QueueUrl: limited,
-        Attributes: {
-          RedrivePolicy: JSON.stringify({
-            deadLetterTargetArn: queueArnOf(dlq),
-            maxReceiveCount: 3,
-          }),
-        },
-      }),
-    );
+    const { dlq, limited } = await limitedQueue("hc-waits");
     const handler = consumer({ env: { QUEUE_URL: limited, DEAD_LETTER_QUEUE_URL: dlq } });
     const store = new DynamoEventStore({ client: fromSdk(dynamodb), tables });
     const clock = { now: () => new Date() };
@@ -391,19 +382,7 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
   });
 
   it("records no retry of a type its role repeats idempotently, only its dead letter", async () => {
-    const dlq = await fifoQueue("hc-repeat-dlq");
-    const limited = await fifoQueue("hc-repeat");
-    await sqs.send(
-      new SetQueueAttributesCommand({
-        QueueUrl: limited,
-        Attributes: {
-          RedrivePolicy: JSON.stringify({
-            deadLetterTargetArn: queueArnOf(dlq),
-            maxReceiveCount: 3,
-          }),
-        },
-      }),
-    );
+    const { dlq, limited } = await limitedQueue("hc-repeat");
     const [created] = taskStream(1, 1) as [Envelope];
     // Nothing records such a message when it applies: a retry's record would be all a trace
     // showed of one that applied next time.
@@ -432,19 +411,7 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
   });
 
   it("commits a role's failure facts on the queue's last receive instead of dead-lettering", async () => {
-    const dlq = await fifoQueue("hc-failed-dlq");
-    const limited = await fifoQueue("hc-failed");
-    await sqs.send(
-      new SetQueueAttributesCommand({
-        QueueUrl: limited,
-        Attributes: {
-          RedrivePolicy: JSON.stringify({
-            deadLetterTargetArn: queueArnOf(dlq),
-            maxReceiveCount: 3,
-          }),
-        },
-      }),
-    );
+    const { dlq, limited } = await limitedQueue("hc-failed");
     const failing = {
       ...taskProjection,
       decide: () => Promise.reject(new TransientError("model.throttled", "slow down")),
