@@ -287,10 +287,7 @@ export class AgentBusStack extends Stack {
     placeApplicationTypes(this.relay.function, topology);
     leaveUnpublished(this.relay.function, topology, props.publish);
 
-    const clashes = queueNameClashes(stage, topology.groups);
-    if (clashes.length > 0)
-      throw new Error(`AgentBus stack ${id}: rename a group: ${clashes.join("; ")}`);
-    this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
+    this.groups = this.consumerGroups(topology, stage);
     this.relay.publishToSubscriberBuses([...this.topics.values()]);
     this.relay.deliverTo(this.groups);
     this.customerKeys = this.createCustomerKeys(topology, props);
@@ -459,6 +456,14 @@ export class AgentBusStack extends Stack {
       ),
       replayNamePrefix: replayNamePrefix(stage),
     });
+  }
+
+  /** The topology's consumer groups, once no two of their queues would share a name. */
+  private consumerGroups(topology: Topology, stage: string): ConsumerGroup[] {
+    const clashes = queueNameClashes(stage, topology.groups);
+    if (clashes.length > 0)
+      throw new Error(`AgentBus stack ${this.node.id}: rename a group: ${clashes.join("; ")}`);
+    return topology.groups.map((group) => this.consumerGroup(group, stage));
   }
 
   /** One consumer group of the topology (a pipe group falls back to the dispatcher where pipes cannot run). */
