@@ -61,8 +61,8 @@ export function failureSettler(wiring: SettleWiring) {
 
 /**
  * Records a failure (retrying with its last error, or dead-lettered) beside the inbox rows, so a
- * trace shows it (a retry of an `unrecordedRetries` type excepted). Best effort: a record that cannot be written is logged and the message's fate
- * stays as settled.
+ * trace shows it (a retry of an `unrecordedRetries` type excepted). Best effort: a record that
+ * cannot be written is logged and the message's fate stays as settled.
  */
 function failureRecorder(wiring: SettleWiring) {
   const { env, failures, clock, observability } = wiring;
