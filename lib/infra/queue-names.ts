@@ -1,5 +1,5 @@
-import { A2A_PUSH_FEED } from "./constructs/a2a-push";
-import { queueNames } from "./constructs/consumer-group-settings";
+import { a2aPushQueueNames } from "./constructs/a2a-push";
+import { groupQueuePrefix, queueNames } from "./constructs/consumer-group-settings";
 import type { Topology } from "./topology";
 
 /**
@@ -15,15 +15,17 @@ export function queueNameClashes(stage: string, groups: Topology["groups"]): str
     if (name !== undefined) owners.set(name, [...(owners.get(name) ?? []), owner]);
   };
   for (const group of groups) {
-    const names = queueNames(`agentbus-${stage}-${group.name}`, group.ordering, group.delivery);
+    const prefix = groupQueuePrefix(stage, group.name);
+    const names = queueNames(prefix, group.ordering, group.delivery);
     own(names.queue, `group ${group.name}'s queue`);
     own(names.deadLetterQueue, `group ${group.name}'s dead-letter queue`);
     own(names.bufferQueue, `group ${group.name}'s buffer queue`);
     own(names.bufferDeadLetterQueue, `group ${group.name}'s buffer dead-letter queue`);
   }
   // The A2A push queues, whether or not this stack offers agents: the name stays the hub's.
-  own(`agentbus-${stage}-${A2A_PUSH_FEED}.fifo`, "the A2A push queue");
-  own(`agentbus-${stage}-${A2A_PUSH_FEED}-dlq.fifo`, "the A2A push dead-letter queue");
+  const push = a2aPushQueueNames(stage);
+  own(push.queue, "the A2A push queue");
+  own(push.deadLetterQueue, "the A2A push dead-letter queue");
   return [...owners]
     .filter(([, named]) => named.length > 1)
     .map(([name, named]) => `queue name ${JSON.stringify(name)} is ${named.join(" and ")}`);

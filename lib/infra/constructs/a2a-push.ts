@@ -22,6 +22,12 @@ export interface A2aPushDeliveryProps {
 /** What the relay and the queues call the push function's feed. */
 export const A2A_PUSH_FEED = "a2a-push";
 
+/** The names of the push queue and its dead-letter queue in `stage`. */
+export function a2aPushQueueNames(stage: string): { queue: string; deadLetterQueue: string } {
+  const name = `agentbus-${stage}-${A2A_PUSH_FEED}`;
+  return { queue: `${name}.fifo`, deadLetterQueue: `${name}-dlq.fifo` };
+}
+
 /** Receives of a message (a run whose tables fail) before it waits in the dead-letter queue. */
 const MAX_RECEIVES = 5;
 
@@ -69,19 +75,19 @@ export class A2aPushDelivery extends Construct implements DirectlyDelivered {
       timeout,
       environment: { STATE_TABLE: tables.state.tableName },
     });
-    const name = `agentbus-${props.stage}-${A2A_PUSH_FEED}`;
+    const names = a2aPushQueueNames(props.stage);
     const queueProps = {
       ...FIFO_QUEUE_SETTINGS,
       encryption: QueueEncryption.SQS_MANAGED,
     };
     this.deadLetterQueue = new Queue(this, "DeadLetterQueue", {
       ...queueProps,
-      queueName: `${name}-dlq.fifo`,
+      queueName: names.deadLetterQueue,
       retentionPeriod: retentionAt(this, "deadLetterQueues"),
     });
     this.queue = new Queue(this, "Queue", {
       ...queueProps,
-      queueName: `${name}.fifo`,
+      queueName: names.queue,
       visibilityTimeout: Duration.seconds(timeout.toSeconds() * 6),
       retentionPeriod: retentionAt(this, "queues"),
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: MAX_RECEIVES },

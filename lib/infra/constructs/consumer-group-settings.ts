@@ -76,6 +76,11 @@ const MAX_PIPE_NAME_LENGTH = 64;
 
 type Problems = (string | undefined)[];
 
+/** What a group's queues' names start with (`queueNames`). */
+export function groupQueuePrefix(stage: string, groupName: string): string {
+  return `agentbus-${stage}-${groupName}`;
+}
+
 /**
  * Defaults applied and every prop checked before any resource exists; throws naming every
  * problem at once.
@@ -85,7 +90,7 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
   const nameProblem = kebabCaseProblem("consumer group name", groupName, GROUP_NAME_MAX_LENGTH);
   if (nameProblem) throw new Error(nameProblem);
   const stage = props.stage ?? "dev";
-  const prefix = `agentbus-${stage}-${groupName}`;
+  const prefix = groupQueuePrefix(stage, groupName);
   const group = withGroupDefaults({
     ordering: props.ordering,
     delivery: props.delivery,
