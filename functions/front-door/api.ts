@@ -863,10 +863,9 @@ async function listRunsRoute({ request, ports, who }: RouteContext) {
     ...runAnswer(run.runId, run.state),
     listed_at: run.listedAt,
   });
-  const sizeOf = (run: ListedRun) => Buffer.byteLength(JSON.stringify(listed(run)));
-  const page = await listRuns({ runIndex, states }, caller.tenantId, { ...query, sizeOf });
+  const page = await listRuns({ runIndex, states }, caller.tenantId, query, listed);
   return json(200, {
-    runs: page.runs.map(listed),
+    runs: page.runs,
     ...(page.next ? { next_cursor: runCursor(caller.tenantId, page.next) } : {}),
   });
 }

@@ -84,8 +84,6 @@ export interface RunListQuery {
   readonly keep?: (runId: string, state: OrchestratorState) => boolean;
   readonly limit: number;
   readonly after?: RunPosition;
-  /** How many bytes a run takes in the page's answer (MAX_PAGE_BYTES); none: not counted. */
-  readonly sizeOf?: (run: ListedRun) => number;
 }
 
 export interface ListedRun {
@@ -94,19 +92,24 @@ export interface ListedRun {
   readonly state: OrchestratorState;
 }
 
-export interface RunListPage {
-  readonly runs: readonly ListedRun[];
+export interface RunListPage<T> {
+  /** Each listed run as the page answers it. */
+  readonly runs: readonly T[];
   /** Where the next page begins; absent on the last page. */
   readonly next?: RunPosition;
 }
 
-/** One page of `tenant`'s runs (see top). */
-export async function listRuns(
+/**
+ * One page of `tenant`'s runs (see top), each as `show` answers it: what it shows is what the
+ * page's bytes count (MAX_PAGE_BYTES).
+ */
+export async function listRuns<T>(
   ports: { readonly runIndex: TenantRunIndex; readonly states: StateReader },
   tenant: string,
   query: RunListQuery,
-): Promise<RunListPage> {
-  const runs: ListedRun[] = [];
+  show: (run: ListedRun) => T,
+): Promise<RunListPage<T>> {
+  const runs: T[] = [];
   let position = query.after;
   let more = true;
   let bytes = 0;
@@ -122,13 +125,13 @@ export async function listRuns(
       if (runs.length >= query.limit) break;
       const state = byId.get(entry.runId)?.data as OrchestratorState | null | undefined;
       if (state && isListed(state, tenant, query, entry.runId)) {
-        const run = { runId: entry.runId, listedAt: entry.listedAt, state };
-        const size = query.sizeOf?.(run) ?? 0;
+        const shown = show({ runId: entry.runId, listedAt: entry.listedAt, state });
+        const size = Buffer.byteLength(JSON.stringify(shown));
         // The run that would pass the page's bytes begins the next page (the first is taken).
         full = runs.length > 0 && bytes + size > MAX_PAGE_BYTES;
         if (full) break;
         bytes += size;
-        runs.push(run);
+        runs.push(shown);
       }
       looked++;
       position = entry;

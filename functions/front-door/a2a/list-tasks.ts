@@ -74,13 +74,12 @@ export async function listTasks(
     );
   const pageSize = params.pageSize ?? DEFAULT_RUN_PAGE;
   const includeArtifacts = params.includeArtifacts === true;
-  const sizeOf = (run: ListedRun) =>
-    Buffer.byteLength(JSON.stringify(taskOf(ports, run, includeArtifacts)));
-  const query = { ...taskQueryOf(ports, params, pageSize), sizeOf };
+  const show = (run: ListedRun) => taskOf(ports, run, includeArtifacts);
+  const query = taskQueryOf(ports, params, pageSize);
   const page = params.contextId
-    ? { runs: await taskByContext(ports, params.contextId, query) }
-    : await listRuns({ runIndex, states: ports.states }, ports.tenant, query);
-  const tasks = page.runs.map((run) => taskOf(ports, run, includeArtifacts));
+    ? { runs: (await taskByContext(ports, params.contextId, query)).map(show) }
+    : await listRuns({ runIndex, states: ports.states }, ports.tenant, query, show);
+  const tasks = [...page.runs];
   return {
     tasks,
     nextPageToken: "next" in page && page.next ? runCursor(ports.tenant, page.next) : "",
