@@ -1,5 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { recordsAfter, spilledFrom } from "./gate-records";
+import { recordsAfter, spilledFrom, withoutForgotten } from "./gate-records";
 import { isoTime } from "./iso-time";
 import { listingAfter } from "./listing";
 import type {
@@ -78,10 +78,12 @@ export function decided<S>(
   step: Step & { readonly status: RecordedOutcome },
 ): Handled<S> {
   const { emitted, status, reason, repaired } = step;
-  const gate = gateAfter(base, state) ?? state?.gate;
+  const next = decision.state !== undefined ? decision.state : state?.data;
+  const moved = withoutForgotten(gateAfter(base, state), state?.gate, forgetsOf(role, next));
+  const gate = moved ?? state?.gate;
   const write = stateWrite(base, decision, state, stateRef, emitted.length, role, gate);
   const inbox = inboxRow(base, status, reason, repaired);
-  if (!write) return gateOnly(base, state, stateRef, inbox, step, recordsItself(base, step));
+  if (!write) return gateOnly(base, state, stateRef, inbox, step, recordsItself(base, step), moved);
   return {
     commit: {
       inbox,
@@ -102,6 +104,12 @@ export function decided<S>(
       ...streamHeadAfter(state, emitted),
     },
   };
+}
+
+/** Whether the state as the commit leaves it forgets a stream (Role.forgets); undefined: none. */
+function forgetsOf<S>(role: Pick<Role<S>, "forgets">, state: S | null | undefined) {
+  if (!role.forgets || state === undefined || state === null) return undefined;
+  return (stream: AggregateRef) => role.forgets?.(state, stream) === true;
 }
 
 /**
@@ -151,12 +159,13 @@ function gateOnly<S>(
   stateRef: AggregateRef,
   inbox: InboxRecord,
   step: Step,
-  recorded = false,
+  recorded: boolean,
+  gate: GateRecords | undefined,
 ): Handled<S> {
   // An unsequenced event's id joins the recent ones even when nothing else changes: they are the
   // group's one record of it, which a later commit that applies it must see (unless its role
   // applies its type idempotently: then nothing records it, and nothing may be left to write).
-  const gate = gateAfter(base, state);
+  // `gate`: the records once the event is handled, undefined when they do not change.
   const commit: CommitRequest = {
     inbox,
     recordedByState: recorded ? true : undefined,
@@ -286,7 +295,8 @@ export function discarded<S>(
     repaired,
     ...(pastHorizon ? { pastHorizon } : {}),
   };
-  return gateOnly(base, state, stateRef, inboxRow(base, "discarded", reason, repaired), step);
+  const inbox = inboxRow(base, "discarded", reason, repaired);
+  return gateOnly(base, state, stateRef, inbox, step, false, gateAfter(base, state));
 }
 
 function stateWrite<S>(

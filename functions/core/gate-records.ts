@@ -104,3 +104,48 @@ function withRecent(recent: GateRecords["recent"], move: GateMove): GateRecords[
 function streamOf(ref: AggregateRef): string {
   return `${ref.type}#${ref.id}`;
 }
+
+/**
+ * `after` without the checkpoints of the streams the state forgets (Role.forgets); undefined
+ * when that leaves the records as `before` had them, so nothing is left to write.
+ */
+export function withoutForgotten(
+  after: GateRecords | undefined,
+  before: GateRecords | undefined,
+  forgets: ((stream: AggregateRef) => boolean) | undefined,
+): GateRecords | undefined {
+  if (!after || !forgets) return after;
+  let checkpoints: Record<string, number> | undefined;
+  for (const key in after.checkpoints) {
+    if (!forgets(streamRefOf(key))) continue;
+    checkpoints ??= keyed(after.checkpoints);
+    delete checkpoints[key];
+  }
+  if (!checkpoints) return after;
+  const kept: GateRecords = { ...after, checkpoints };
+  return before && sameRecords(kept, before) ? undefined : kept;
+}
+
+function sameRecords(a: GateRecords, b: GateRecords): boolean {
+  return (
+    a.recent === b.recent &&
+    a.spilledUntil === b.spilledUntil &&
+    sameEntries(a.checkpoints, b.checkpoints)
+  );
+}
+
+function sameEntries(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>) {
+  let count = 0;
+  for (const key in a) {
+    if (b[key] !== a[key]) return false;
+    count++;
+  }
+  for (const _ in b) count--;
+  return count === 0;
+}
+
+/** The stream a checkpoint key (`streamOf`) names. */
+function streamRefOf(key: string): AggregateRef {
+  const at = key.indexOf("#");
+  return { type: key.slice(0, at), id: key.slice(at + 1) };
+}

@@ -85,6 +85,17 @@ export interface RoleStorage<S> {
    */
   readonly sharedStreams?: readonly string[];
   /**
+   * True when the state keeps nothing more of a stream it applied and ignores the stream's
+   * events from now on (a view that keeps its newest turns, of a turn it dropped): each commit
+   * then leaves that stream's checkpoint out of the state's gate records, so they stay as small
+   * as what the state keeps instead of growing with every stream it ever applied. Asked of every
+   * checkpoint the state holds, with the state as the commit leaves it. An event of a forgotten
+   * stream that comes again is applied again (after the stream's earlier versions, read from the
+   * event store), so the role must leave the state as it is for it; a trace no longer finds the
+   * group's outcome of the stream's events. Left out: every checkpoint is kept.
+   */
+  forgets?(state: S, stream: AggregateRef): boolean;
+  /**
    * True for a stream event that begins a state of its own (a step's first request starts its
    * agent run): delivered to a state that has none and has applied nothing of the stream, nothing
    * before it in the stream is that state's, so the gap before it is not read (a stream that

@@ -4,6 +4,7 @@ import { appendToStream } from "../../functions/core/producer";
 import {
   type ConversationView,
   conversationProjection,
+  TURN_LIMIT,
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import { HELD_REQUIRES_REVIEW } from "../../functions/roles/customer-support/reply-generation/reply-generation";
@@ -198,5 +199,41 @@ describe("the whole chain and the conversation projection", () => {
     expect(view.turn_order[0]).toBe(messages[2]?.task_id);
     expect(view.turns[messages[0]?.task_id ?? ""]).toBeUndefined();
     expect(view.version).toBe(52);
+  });
+
+  it("keeps its gate records to the turns it keeps, and ignores a dropped turn's fact that comes again", async () => {
+    // The whole chain with the sender: each turn's facts come on four streams of its task.
+    const h = supportHarness();
+    const conv = newConversationId();
+    const records = async () => {
+      const loaded = await h.store.load({ state: { type: "conversation_view", id: conv } });
+      return loaded.state;
+    };
+    const sizes: number[] = [];
+    for (let i = 0; i < TURN_LIMIT + 20; i++) {
+      await h.drain([clientMessage(conv, "Where is order 123?")]);
+      const stored = await records();
+      if (i + 1 === TURN_LIMIT + 1 || i + 1 === TURN_LIMIT + 20)
+        sizes.push(JSON.stringify(stored?.gate).length);
+    }
+    const stored = await records();
+    const view = stored?.data as ConversationView;
+    expect(view.turn_order).toHaveLength(TURN_LIMIT);
+    const streams = Object.keys(stored?.gate?.checkpoints ?? {});
+    const ids = new Set(streams.map((key) => key.slice(key.indexOf("#") + 1)));
+    // Only the conversation's stream and the streams of kept turns; each kept turn's four.
+    expect([...ids].sort()).toEqual([conv, ...view.turn_order].sort());
+    expect(streams).toHaveLength(1 + 4 * TURN_LIMIT);
+    // 19 more turns, each dropping one, leave the records the size they were (ids are as long).
+    expect(sizes[1]).toBe(sizes[0]);
+
+    // The first turn's reply, delivered again: nothing of the view or its records changes.
+    const first = h.emitted.find((e) => e.event_type === "reply.generated") as Envelope;
+    expect(view.turns[first.task_id]).toBeUndefined();
+    const result = await consume(first, conversationProjection, h.deps);
+    expect(result.status).toBe("applied");
+    const again = await records();
+    expect(again?.data).toEqual(view);
+    expect(again?.gate?.checkpoints).toEqual(stored?.gate?.checkpoints);
   });
 });

@@ -177,6 +177,12 @@ export const conversationProjection = defineRole<ConversationView, FoldedType>({
     erase: eraseView,
   },
   // The view's checkpoints of its streams record what it applied (lib/operator/self-recorded).
+  // A turn's facts come on streams of its task (its route, lookup, reply, delivery): once the
+  // turn is dropped their checkpoints go too, and a fact of theirs that comes again is ignored
+  // (isDroppedTurn), so the item stays the size of the turns it keeps however long the
+  // conversation runs.
+  forgets: (view, stream) =>
+    stream.id !== view.conversation_id && view.turns[stream.id] === undefined,
   decide(view, event) {
     const conversationId = event.payload.conversation_id;
     const base: ConversationView = view ?? {
