@@ -56,7 +56,8 @@ import {
  *    last, no moto.
  * `npm run bench -- cost` section 6, `npm run bench -- delivery` section 7, `npm run bench -- lists`
  * section 8, `npm run bench -- long-run` section 9; `npm run bench -- writes` (alone only) lists
- * section 6's flows' DynamoDB writes one by one, grouped, with their write units.
+ * section 6's flows' DynamoDB writes one by one, grouped, with their write units, then the write
+ * units of one conversation's turns as it grows past the turns it keeps.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 

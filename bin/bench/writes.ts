@@ -2,6 +2,7 @@ import type { LocalEnvironment } from "../../lib/dev/local/environment";
 import { startLocal } from "../../lib/dev/local/environment";
 import { indexCatalog } from "../../lib/dev/metering/index-writes";
 import { type MeteredWrite, meter } from "../../lib/dev/metering/metering";
+import { CONVERSATION_TURNS, conversationTurns, type TurnWrites } from "./conversation-turns";
 import { PLAYED_FLOWS, playAlone } from "./cost-flows";
 import { fmtInt, renderTable } from "./stats";
 
@@ -11,12 +12,16 @@ import { fmtInt, renderTable } from "./stats";
  * are grouped by the group that made them and by what they wrote (the tables and the kinds of
  * items, ids left out), with how many such writes the flow made and their units, the indexes'
  * among them. The cost section (`npm run bench -- cost`) prices the same flows; this one says
- * which writes to cut.
+ * which writes to cut. Then one conversation of many turns (./conversation-turns): what a turn
+ * costs as the conversation grows, and that it stops growing once the conversation and its view
+ * keep as many turns as they may.
  */
 
 export interface WritesResult {
   /** Write units per flow played alone. */
   readonly flows: readonly { readonly flow: string; readonly writeUnits: number }[];
+  /** One long conversation's turns (./conversation-turns). */
+  readonly turns: readonly TurnWrites[];
 }
 
 type Out = (line?: string) => void;
@@ -120,7 +125,8 @@ export async function runWritesSection(out: Out): Promise<WritesResult> {
       out(`${flow.flow}: ${fmtInt(writeUnits)} write units in ${fmtInt(writes.length)} writes`);
       printShapes(out, writeShapes(writes, tableNamer(env)));
     }
-    return { flows };
+    const turns = await conversationTurns(env, dynamo, out);
+    return { flows, turns };
   } finally {
     await stopWritesSection();
   }
@@ -142,5 +148,6 @@ function printShapes(out: Out, shapes: readonly WriteShape[]): void {
 
 export function writesSummary(result: WritesResult): string {
   const flows = result.flows.map((f) => `${f.flow} ${fmtInt(f.writeUnits)} WU`).join(", ");
-  return `Write units per flow played alone, write by write: ${flows}.`;
+  const turns = result.turns.map((t) => `${fmtInt(t.writeUnits)} WU at turn ${t.turn}`).join(", ");
+  return `Write units per flow played alone, write by write: ${flows}. A conversation of ${CONVERSATION_TURNS} turns: ${turns}.`;
 }

@@ -126,6 +126,9 @@ export function conversationRole(options: ConversationOptions = {}): Role<Conver
         : receiveMessage(state, event, now, settings),
     // A conversation that names no tenant is the default tenant's (those from before tenants).
     tenantOfState: tenantOf,
+    // Its last 50 messages, 3 KB and more, rewritten in a transaction with every message: only
+    // AgentBus reads it (the view is what others read), so it is stored deflated.
+    compactState: true,
     personalState: {
       stateOf: ({ conversationId, taskId }) =>
         taskId ? undefined : { type: CONVERSATION_AGGREGATE, id: conversationId },
