@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
 import { contentAgentRole } from "../../functions/roles/content-agents/content-agent";
+import { conversation } from "../../functions/roles/customer-support/conversation/conversation";
 import { conversationProjection } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { referenceLocalModel, referenceOrchestrator } from "../support/reference";
@@ -13,8 +14,9 @@ import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtur
  * do not, so theirs stay readable maps.
  */
 describe("compact states", () => {
-  it("are the orchestrator's and the content agents', not the views'", () => {
+  it("are the orchestrator's, the content agents' and the conversations', not the views'", () => {
     expect(referenceOrchestrator().compactState).toBe(true);
+    expect(conversation.compactState).toBe(true);
     const writing = contentAgentRole({ role: "writing", model: referenceLocalModel() });
     expect(writing.compactState).toBe(true);
     expect(taskProjection.compactState).toBeUndefined();
