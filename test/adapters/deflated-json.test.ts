@@ -100,3 +100,36 @@ describe("the data of a state item", () => {
     expect(storedStateOf(item).data).toBeUndefined();
   });
 });
+
+describe("the gate records of a state item", () => {
+  const ref = { type: "conversation_view", id: "conv_1" };
+  const at = new Date("2026-12-01T00:00:00.000Z");
+
+  it("stay maps while small, and are deflated into one attribute when large, read back equal", () => {
+    const small = { checkpoints: { "conversation#conv_1": 2 }, recent: { ev_1: 1_900_000_000 } };
+    const smallItem = stateItem(ref, 1, 1, { n: 1 }, at, null, undefined, small);
+    expect(smallItem.gate_checkpoints).toEqual(small.checkpoints);
+    expect(smallItem.gate_z).toBeUndefined();
+    expect(storedStateOf(smallItem).gate).toEqual(small);
+
+    const tasks = Array.from(
+      { length: 50 },
+      (_, i) => `task_01KB0R7Q2M5N8P1R4T6V9X${String(i).padStart(4, "0")}`,
+    );
+    const checkpoints = Object.fromEntries(
+      tasks.flatMap((t) =>
+        ["support_route", "order_lookup", "reply", "delivery"].map((s) => [`${s}#${t}`, 1]),
+      ),
+    );
+    const large = { checkpoints, recent: {}, spilledUntil: 1_900_000_000 };
+    const largeItem = stateItem(ref, 2, 2, { n: 2 }, at, null, undefined, large);
+    expect(largeItem.gate_checkpoints).toBeUndefined();
+    expect(largeItem.gate_recent).toBeUndefined();
+    expect(largeItem.gate_spilled_until).toBe(1_900_000_000);
+    expect(largeItem.gate_z?.byteLength).toBeLessThan(JSON.stringify(checkpoints).length / 4);
+    expect(itemSize(largeItem)).toBeLessThan(
+      itemSize({ ...largeItem, gate_z: undefined, gate_checkpoints: checkpoints }) / 3,
+    );
+    expect(storedStateOf(largeItem).gate).toEqual(large);
+  });
+});

@@ -366,6 +366,44 @@ describe("DynamoEventStore on DynamoDB", () => {
     expect(kept?.revision).toEqual({ N: "2" });
   });
 
+  it("keeps many checkpoints deflated in one attribute, by Put and by gate write, and reads them back", async () => {
+    const store = new DynamoEventStore({ client: fromSdk(client), tables });
+    const view = { type: "conversation_view", id: `conv_${newUlid()}` };
+    const key = { pk: { S: streamKey(view) } };
+    const many = (v: number) => ({
+      checkpoints: Object.fromEntries(
+        Array.from({ length: 40 }, () => `task_${newUlid()}`).flatMap((task) =>
+          ["reply", "delivery"].map((type) => [`${type}#${task}`, v]),
+        ),
+      ),
+      recent: {},
+    });
+    const request = { state: view };
+    const large = many(1);
+    await store.commit({
+      state: { aggregate: view, expectedRevision: 0, next: { n: 1 }, version: 0, gate: large },
+    });
+    const put = await rawItem(tables.state, key);
+    expect(put?.gate_z?.B).toBeDefined();
+    expect(put?.gate_checkpoints).toBeUndefined();
+    expect((await store.load(request)).state?.gate?.checkpoints).toEqual(large.checkpoints);
+    // A gate write of few records stores them as maps again, and the deflated copy goes.
+    const few = { checkpoints: { [`conversation#${view.id}`]: 3 }, recent: {} };
+    await store.commit({ gate: { aggregate: view, expectedRevision: 1, records: few } });
+    const small = await rawItem(tables.state, key);
+    expect(small?.gate_z).toBeUndefined();
+    expect(small?.gate_checkpoints).toEqual({ M: { [`conversation#${view.id}`]: { N: "3" } } });
+    // And many again by a gate write: deflated, the maps gone, the data kept.
+    const again = many(2);
+    await store.commit({ gate: { aggregate: view, expectedRevision: 2, records: again } });
+    const updated = await rawItem(tables.state, key);
+    expect(updated?.gate_checkpoints).toBeUndefined();
+    expect(updated?.gate_recent).toBeUndefined();
+    expect(await store.load(request)).toMatchObject({
+      state: { data: { n: 1 }, gate: { checkpoints: again.checkpoints, recent: {} } },
+    });
+  });
+
   it("loads the state item with one GetItem; commits one item without a transaction", async () => {
     const own = ownClient();
     const metered = meter(own);

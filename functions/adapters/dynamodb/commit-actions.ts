@@ -11,7 +11,7 @@ import {
 } from "../../core/errors";
 import { listingAfter } from "../../core/listing";
 import type { CommitRequest, StreamHead } from "../../core/ports";
-import { checkpointItem, eventItem, inboxItem, stateItem } from "./items";
+import { checkpointItem, eventItem, inboxItem, stateItem, storedGate } from "./items";
 import {
   CheckpointAttr,
   EventAttr,
@@ -201,18 +201,27 @@ function gateAction(
     "#at = :at",
     "#ai = :ai",
     "#up = if_not_exists(#up, :up)",
-    "#cp = :cp",
-    "#rc = :rc",
   ];
+  const removes: string[] = [];
   const values: Record<string, unknown> = {
     ":rev": expectedRevision + 1,
     ":zero": 0,
     ":at": aggregate.type,
     ":ai": aggregate.id,
     ":up": now.toISOString(),
-    ":cp": records.checkpoints,
-    ":rc": records.recent,
   };
+  // The records as the state's Put would store them (items storedGate), the other form removed.
+  const stored = storedGate(records);
+  if (stored.gate_z) {
+    sets.push("#gz = :gz");
+    values[":gz"] = stored.gate_z;
+    removes.push("#cp", "#rc");
+  } else {
+    sets.push("#cp = :cp", "#rc = :rc");
+    values[":cp"] = stored.gate_checkpoints;
+    values[":rc"] = stored.gate_recent;
+    removes.push("#gz");
+  }
   if (records.spilledUntil !== undefined) {
     sets.push("#su = :su");
     values[":su"] = records.spilledUntil;
@@ -221,13 +230,13 @@ function gateAction(
   if (expiresAt !== undefined) {
     sets.push("#ttl = :ttl");
     values[":ttl"] = expiresAt;
-  }
+  } else removes.push("#ttl");
   return {
     part: "state",
     update: {
       TableName: table,
       Key: { [StateAttr.pk]: { S: streamKey(aggregate) } },
-      UpdateExpression: `SET ${sets.join(", ")}${expiresAt === undefined ? " REMOVE #ttl" : ""}`,
+      UpdateExpression: `SET ${sets.join(", ")} REMOVE ${removes.join(", ")}`,
       ConditionExpression: condition.ConditionExpression,
       ExpressionAttributeNames: {
         ...condition.ExpressionAttributeNames,
@@ -238,6 +247,7 @@ function gateAction(
         "#up": StateAttr.updatedAt,
         "#cp": StateAttr.checkpoints,
         "#rc": StateAttr.recent,
+        "#gz": StateAttr.gateDeflated,
         "#ttl": StateAttr.ttl,
         ...(records.spilledUntil !== undefined ? { "#su": StateAttr.spilledUntil } : {}),
       },

@@ -54,6 +54,8 @@ export interface StateItem {
   readonly tenant_list?: string;
   readonly gate_checkpoints?: Readonly<Record<string, number>>;
   readonly gate_recent?: Readonly<Record<string, number>>;
+  /** Instead of the two above, when their JSON is large: that JSON deflated (storedGate). */
+  readonly gate_z?: Uint8Array;
   readonly gate_spilled_until?: number;
   readonly stream_correlation?: string;
   readonly stream_task?: string;
@@ -167,10 +169,32 @@ export function stateItem(
 /** The gate records' attributes on a state item. */
 function gateAttributes(gate: GateRecords) {
   return {
-    gate_checkpoints: gate.checkpoints,
-    gate_recent: gate.recent,
+    ...storedGate(gate),
     ...(gate.spilledUntil !== undefined ? { gate_spilled_until: gate.spilledUntil } : {}),
   };
+}
+
+/**
+ * The checkpoints and recent ids as two maps; or, when their JSON is large, that JSON deflated
+ * in `gate_z` (./deflated-json). Only AgentBus reads them, and a state that follows many streams
+ * keeps many of them: the conversation view keeps four per turn for its 50 turns, about 7 KB of
+ * map in an item written with every fact of a turn, which deflates to a sixth (each turn's four
+ * checkpoints name the same task).
+ */
+export function storedGate(
+  gate: Pick<GateRecords, "checkpoints" | "recent">,
+): Pick<StateItem, "gate_checkpoints" | "gate_recent" | "gate_z"> {
+  const { checkpoints, recent } = gate;
+  const deflated = deflatedJson(JSON.stringify({ checkpoints, recent }));
+  return deflated ? { gate_z: deflated } : { gate_checkpoints: checkpoints, gate_recent: recent };
+}
+
+/** The checkpoints and recent ids an item holds, in whichever form (storedGate); none: undefined. */
+function gateOf(item: StateItem): Pick<GateRecords, "checkpoints" | "recent"> | undefined {
+  const json = inflatedJson(item.gate_z);
+  if (json !== undefined) return JSON.parse(json) as Pick<GateRecords, "checkpoints" | "recent">;
+  if (!item.gate_checkpoints && !item.gate_recent) return undefined;
+  return { checkpoints: item.gate_checkpoints ?? {}, recent: item.gate_recent ?? {} };
 }
 
 /**
@@ -256,18 +280,15 @@ export function storedStateOf(item: StateItem): StoredState {
         }
       : {}),
     ...listingOf(item),
-    ...(item.gate_checkpoints || item.gate_recent
-      ? {
-          gate: {
-            checkpoints: item.gate_checkpoints ?? {},
-            recent: item.gate_recent ?? {},
-            ...(item.gate_spilled_until !== undefined
-              ? { spilledUntil: item.gate_spilled_until }
-              : {}),
-          },
-        }
-      : {}),
+    ...gateRecordsOf(item),
   };
+}
+
+function gateRecordsOf(item: StateItem): Pick<StoredState, "gate"> {
+  const gate = gateOf(item);
+  if (!gate) return {};
+  const spilled = item.gate_spilled_until;
+  return { gate: spilled === undefined ? gate : { ...gate, spilledUntil: spilled } };
 }
 
 /**

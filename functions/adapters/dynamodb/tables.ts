@@ -104,6 +104,11 @@ export const StateAttr = {
   /** The consumer group's gate records (GateRecords): stream checkpoints and recent ids. */
   checkpoints: "gate_checkpoints",
   recent: "gate_recent",
+  /**
+   * Instead of `gate_checkpoints` and `gate_recent`, when their JSON is large: that JSON
+   * (`{"checkpoints": ..., "recent": ...}`) deflated (./deflated-json). Only AgentBus reads them.
+   */
+  gateDeflated: "gate_z",
   /** GateRecords.spilledUntil: until when an id not in `gate_recent` may have a spilled row. */
   spilledUntil: "gate_spilled_until",
   /**
