@@ -20,10 +20,20 @@ import { EventAttr } from "./tables";
 /** JSON up to this many bytes stays readable: deflating it would not change the bill. */
 export const DEFLATE_OVER_BYTES = 512;
 
-/** JSON deflated when it is large and that makes it smaller; undefined when it stays as it is. */
-export function deflatedJson(json: string): Uint8Array | undefined {
+/**
+ * A state's gate records are deflated from this many bytes of JSON (./items storedGate): they are
+ * stream keys that repeat their types and, four to a turn, their task ids, so a few of them
+ * already deflate to about half, and only AgentBus reads them.
+ */
+export const GATE_DEFLATE_OVER_BYTES = 128;
+
+/**
+ * JSON deflated when it is over `overBytes` and that makes it smaller; undefined when it stays
+ * as it is.
+ */
+export function deflatedJson(json: string, overBytes = DEFLATE_OVER_BYTES): Uint8Array | undefined {
   const bytes = Buffer.byteLength(json);
-  if (bytes <= DEFLATE_OVER_BYTES) return undefined;
+  if (bytes <= overBytes) return undefined;
   const deflated = deflateRawSync(json);
   return deflated.byteLength < bytes
     ? new Uint8Array(deflated.buffer, deflated.byteOffset, deflated.byteLength)

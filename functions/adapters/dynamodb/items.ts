@@ -12,7 +12,13 @@ import type {
   StoredState,
   StreamHead,
 } from "../../core/ports";
-import { deflatedJson, envelopeOfItem, inflatedJson, storedEnvelope } from "./deflated-json";
+import {
+  deflatedJson,
+  envelopeOfItem,
+  GATE_DEFLATE_OVER_BYTES,
+  inflatedJson,
+  storedEnvelope,
+} from "./deflated-json";
 import {
   checkpointKey,
   DUE_SHARD,
@@ -175,17 +181,18 @@ function gateAttributes(gate: GateRecords) {
 }
 
 /**
- * The checkpoints and recent ids as two maps; or, when their JSON is large, that JSON deflated
- * in `gate_z` (./deflated-json). Only AgentBus reads them, and a state that follows many streams
- * keeps many of them: the conversation view keeps four per turn for its 50 turns, about 7 KB of
- * map in an item written with every fact of a turn, which deflates to a sixth (each turn's four
- * checkpoints name the same task).
+ * The checkpoints and recent ids as two maps; or, once their JSON passes
+ * GATE_DEFLATE_OVER_BYTES, that JSON deflated in `gate_z` (./deflated-json). Only AgentBus reads
+ * them, and a state that follows many streams keeps many of them: the conversation view keeps
+ * four per turn for its 50 turns, about 7 KB of map in an item written with every fact of a turn,
+ * which deflates to a sixth (each turn's four checkpoints name the same task); after one turn,
+ * its five take 258 bytes as maps and about 150 deflated.
  */
 export function storedGate(
   gate: Pick<GateRecords, "checkpoints" | "recent">,
 ): Pick<StateItem, "gate_checkpoints" | "gate_recent" | "gate_z"> {
   const { checkpoints, recent } = gate;
-  const deflated = deflatedJson(JSON.stringify({ checkpoints, recent }));
+  const deflated = deflatedJson(JSON.stringify({ checkpoints, recent }), GATE_DEFLATE_OVER_BYTES);
   return deflated ? { gate_z: deflated } : { gate_checkpoints: checkpoints, gate_recent: recent };
 }
 
