@@ -8,6 +8,7 @@ import {
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import { HELD_REQUIRES_REVIEW } from "../../functions/roles/customer-support/reply-generation/reply-generation";
+import { refundRunId } from "../../functions/roles/refund-review/ids";
 import type { Envelope } from "../../schemas";
 import { clientMessage } from "./fixtures";
 import {
@@ -235,5 +236,30 @@ describe("the whole chain and the conversation projection", () => {
     const again = await records();
     expect(again?.data).toEqual(view);
     expect(again?.gate?.checkpoints).toEqual(stored?.gate?.checkpoints);
+  });
+
+  it("forgets only the streams of a turn it no longer keeps: its steps' and its refund review's", () => {
+    const conv = newConversationId();
+    const kept = "task_01KB0R7Q2M5N8P1R4T6V9X2Z3A";
+    const dropped = "task_01KB0R7Q2M5N8P1R4T6V9X2Z3B";
+    const view: ConversationView = {
+      conversation_id: conv,
+      version: 2,
+      turns: { [kept]: { task_id: kept, status: "delivered" } },
+      turn_order: [kept],
+      dropped_through: 1,
+    };
+    const forgets = (type: string, id: string) =>
+      conversationProjection.forgets?.(view, { type, id });
+    for (const type of ["support_route", "order_lookup", "reply", "delivery"]) {
+      expect(forgets(type, kept)).toBe(false);
+      expect(forgets(type, dropped)).toBe(true);
+    }
+    expect(forgets("agent_run", refundRunId(kept))).toBe(false);
+    expect(forgets("agent_run", refundRunId(dropped))).toBe(true);
+    // Streams it cannot tell the turn of keep their checkpoints: the conversation's, any other.
+    expect(forgets("conversation", conv)).toBe(false);
+    expect(forgets("agent_run", "arun_01KB0R7Q2M5N8P1R4T6V9X2Z3B")).toBe(false);
+    expect(forgets("payment", dropped)).toBe(false);
   });
 });

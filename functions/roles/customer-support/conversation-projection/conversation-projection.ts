@@ -1,5 +1,17 @@
-import type { Envelope, EventPayloads, EventType, StateSummary } from "../../../kit";
-import { defineRole, ERASED, newestWithin, PermanentError, payloadOf } from "../../../kit";
+import type { AggregateRef, Envelope, EventPayloads, EventType, StateSummary } from "../../../kit";
+import {
+  AGENT_RUN_AGGREGATE,
+  defineRole,
+  ERASED,
+  newestWithin,
+  PermanentError,
+  payloadOf,
+} from "../../../kit";
+import { REFUND_RUN_PREFIX, refundRunId } from "../../refund-review/ids";
+import { ORDER_LOOKUP_AGGREGATE } from "../order-lookup/order-lookup";
+import { REPLY_AGGREGATE } from "../reply-generation/reply-generation";
+import { SUPPORT_ROUTE_AGGREGATE } from "../router/router";
+import { DELIVERY_AGGREGATE } from "../sender/sender";
 
 /**
  * The conversation read model: one view per conversation (aggregate
@@ -177,12 +189,10 @@ export const conversationProjection = defineRole<ConversationView, FoldedType>({
     erase: eraseView,
   },
   // The view's checkpoints of its streams record what it applied (lib/operator/self-recorded).
-  // A turn's facts come on streams of its task (its route, lookup, reply, delivery): once the
-  // turn is dropped their checkpoints go too, and a fact of theirs that comes again is ignored
-  // (isDroppedTurn), so the item stays the size of the turns it keeps however long the
-  // conversation runs.
-  forgets: (view, stream) =>
-    stream.id !== view.conversation_id && view.turns[stream.id] === undefined,
+  // A turn's facts come on streams of its own (forgetsStream): once the turn is dropped their
+  // checkpoints go too, and a fact of theirs that comes again is ignored (isDroppedTurn), so the
+  // item stays the size of the turns it keeps however long the conversation runs.
+  forgets: forgetsStream,
   decide(view, event) {
     const conversationId = event.payload.conversation_id;
     const base: ConversationView = view ?? {
@@ -230,6 +240,26 @@ export const conversationProjection = defineRole<ConversationView, FoldedType>({
     };
   },
 });
+
+/** The stream types whose id is the task of the turn their facts belong to: its steps'. */
+const TURN_STEP_STREAMS: ReadonlySet<string> = new Set([
+  SUPPORT_ROUTE_AGGREGATE,
+  ORDER_LOOKUP_AGGREGATE,
+  REPLY_AGGREGATE,
+  DELIVERY_AGGREGATE,
+]);
+
+/**
+ * Whether the view keeps nothing more of a stream: one of a turn's own (a step's, whose id is the
+ * task, or its refund review's run, `refundRunId` of the task) whose turn it no longer keeps. Any
+ * other stream (the conversation's, one whose turn it cannot tell) keeps its checkpoint.
+ */
+function forgetsStream(view: ConversationView, stream: AggregateRef): boolean {
+  if (TURN_STEP_STREAMS.has(stream.type)) return view.turns[stream.id] === undefined;
+  if (stream.type === AGENT_RUN_AGGREGATE && stream.id.startsWith(REFUND_RUN_PREFIX))
+    return !view.turn_order.some((task) => refundRunId(task) === stream.id);
+  return false;
+}
 
 /** The newest turns whose JSON fits TURNS_MAX_BYTES (texts and replies can be long). */
 function keptTurns(order: readonly string[], turns: Record<string, ConversationTurn>): string[] {
