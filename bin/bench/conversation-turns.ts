@@ -68,17 +68,23 @@ export async function conversationTurns(
   out(
     `A conversation of ${CONVERSATION_TURNS} turns: write units per turn (its state and its view keep the last ${TURN_LIMIT})`,
   );
-  const rows = shown.map((t) => [
-    fmtInt(t.turn),
-    fmtInt(t.writeUnits),
-    fmtInt(t.conversation),
-    fmtInt(t.view),
-    fmtInt(t.others),
-    fmtInt(t.conversationItem),
-    fmtInt(t.viewItem),
-  ]);
-  const header = ["turn", "WU", "conversation WU", "view WU", "other WU", "state (B)", "view (B)"];
-  for (const line of renderTable(header, rows, ["r", "r", "r", "r", "r", "r", "r"])) out(line);
+  const columns = [
+    ["turn", (t: TurnWrites) => t.turn],
+    ["WU", (t: TurnWrites) => t.writeUnits],
+    ["conversation WU", (t: TurnWrites) => t.conversation],
+    ["view WU", (t: TurnWrites) => t.view],
+    ["other WU", (t: TurnWrites) => t.others],
+    ["state (B)", (t: TurnWrites) => t.conversationItem],
+    ["view (B)", (t: TurnWrites) => t.viewItem],
+  ] as const;
+  const rows = shown.map((t) => columns.map(([, value]) => fmtInt(value(t))));
+  const header = columns.map(([name]) => name);
+  for (const line of renderTable(
+    header,
+    rows,
+    header.map(() => "r" as const),
+  ))
+    out(line);
   return shown;
 }
 
