@@ -210,18 +210,7 @@ function gateAction(
     ":ai": aggregate.id,
     ":up": now.toISOString(),
   };
-  // The records as the state's Put would store them (items storedGate), the other form removed.
-  const stored = storedGate(records);
-  if (stored.gate_z) {
-    sets.push("#gz = :gz");
-    values[":gz"] = stored.gate_z;
-    removes.push("#cp", "#rc");
-  } else {
-    sets.push("#cp = :cp", "#rc = :rc");
-    values[":cp"] = stored.gate_checkpoints;
-    values[":rc"] = stored.gate_recent;
-    removes.push("#gz");
-  }
+  setGateRecords(records, { sets, removes, values });
   if (records.spilledUntil !== undefined) {
     sets.push("#su = :su");
     values[":su"] = records.spilledUntil;
@@ -256,6 +245,28 @@ function gateAction(
     },
     conflict: stateConflict(aggregate, expectedRevision),
   };
+}
+
+/**
+ * The checkpoints and recent ids as the state's Put would store them (items storedGate): the
+ * maps `#cp` and `#rc`, or the deflated `#gz`, the other form removed.
+ */
+function setGateRecords(
+  records: NonNullable<CommitRequest["gate"]>["records"],
+  update: { sets: string[]; removes: string[]; values: Record<string, unknown> },
+): void {
+  const { sets, removes, values } = update;
+  const stored = storedGate(records);
+  if (stored.gate_z) {
+    sets.push("#gz = :gz");
+    values[":gz"] = stored.gate_z;
+    removes.push("#cp", "#rc");
+  } else {
+    sets.push("#cp = :cp", "#rc = :rc");
+    values[":cp"] = stored.gate_checkpoints;
+    values[":rc"] = stored.gate_recent;
+    removes.push("#gz");
+  }
 }
 
 function stateConflict(aggregate: AggregateRef, expectedRevision: number): Action["conflict"] {
