@@ -1,14 +1,17 @@
-import { UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { GetItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { ListReplaysCommand, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { inflatedJson } from "../../functions/adapters/dynamodb/deflated-json";
+import { storedGate } from "../../functions/adapters/dynamodb/items";
 import {
   InboxAttr,
   inboxKey,
   StateAttr,
   streamKey,
 } from "../../functions/adapters/dynamodb/tables";
+import type { GateRecords } from "../../functions/core/ports";
 import type { TaskView } from "../../functions/roles/task-projection/task-projection";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
@@ -210,14 +213,11 @@ describe("agentbus replay", () => {
       }),
     );
     // The view's state item keeps the id among its recent ones until the same time: gone too.
-    await env.clients.dynamodb.send(
-      new UpdateItemCommand({
-        TableName: env.names.tables.state,
-        Key: { [StateAttr.pk]: { S: streamKey({ type: "task_view", id: taskC() }) } },
-        UpdateExpression: "SET #recent.#id = :past",
-        ExpressionAttributeNames: { "#recent": StateAttr.recent, "#id": sent.event_id },
-        ExpressionAttributeValues: { ":past": { N: String(Math.floor(Date.now() / 1000) - 60) } },
-      }),
+    await expireRecentId(
+      env,
+      { type: "task_view", id: taskC() },
+      sent.event_id,
+      Math.floor(Date.now() / 1000) - 60,
     );
     await env.runtime.idle();
 
@@ -257,6 +257,49 @@ describe("agentbus replay", () => {
     expect((await viewOf(taskC()))?.feedback).toEqual({ count: 3, rating_total: 11 });
   }, 240_000);
 });
+
+/**
+ * Moves when a state's recent id stops counting to `until` (epoch seconds), in whichever form the
+ * item keeps its gate records: the `gate_recent` map, or deflated with its checkpoints in `gate_z`
+ * (functions/adapters/dynamodb/items.ts storedGate).
+ */
+async function expireRecentId(
+  env: LocalEnvironment,
+  ref: { type: string; id: string },
+  eventId: string,
+  until: number,
+): Promise<void> {
+  const TableName = env.names.tables.state;
+  const Key = { [StateAttr.pk]: { S: streamKey(ref) } };
+  const { Item } = await env.clients.dynamodb.send(
+    new GetItemCommand({ TableName, Key, ConsistentRead: true }),
+  );
+  const deflated = Item?.[StateAttr.gateDeflated]?.B;
+  if (!deflated) {
+    await env.clients.dynamodb.send(
+      new UpdateItemCommand({
+        TableName,
+        Key,
+        UpdateExpression: "SET #recent.#id = :until",
+        ExpressionAttributeNames: { "#recent": StateAttr.recent, "#id": eventId },
+        ExpressionAttributeValues: { ":until": { N: String(until) } },
+      }),
+    );
+    return;
+  }
+  const gate = JSON.parse(inflatedJson(deflated) ?? "{}") as GateRecords;
+  const stored = storedGate({ ...gate, recent: { ...gate.recent, [eventId]: until } });
+  if (!stored.gate_z) throw new Error("the gate records, deflated before, would now be maps");
+  await env.clients.dynamodb.send(
+    new UpdateItemCommand({
+      TableName,
+      Key,
+      UpdateExpression: "SET #gz = :gz",
+      ExpressionAttributeNames: { "#gz": StateAttr.gateDeflated },
+      ExpressionAttributeValues: { ":gz": { B: stored.gate_z } },
+    }),
+  );
+}
 
 /** A client's feedback on a task (unsequenced), written at `at`. */
 function feedback(taskId: string, rating: number, at: Date) {
