@@ -1,17 +1,16 @@
 import { GetItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import { ListReplaysCommand, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { inflatedJson } from "../../functions/adapters/dynamodb/deflated-json";
-import { storedGate } from "../../functions/adapters/dynamodb/items";
+import { type StateItem, storedGate, storedStateOf } from "../../functions/adapters/dynamodb/items";
 import {
   InboxAttr,
   inboxKey,
   StateAttr,
   streamKey,
 } from "../../functions/adapters/dynamodb/tables";
-import type { GateRecords } from "../../functions/core/ports";
 import type { TaskView } from "../../functions/roles/task-projection/task-projection";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
@@ -287,7 +286,8 @@ async function expireRecentId(
     );
     return;
   }
-  const gate = JSON.parse(inflatedJson(deflated) ?? "{}") as GateRecords;
+  const gate = storedStateOf(unmarshall(Item ?? {}) as StateItem).gate;
+  if (!gate) throw new Error(`${streamKey(ref)} has no gate records`);
   const stored = storedGate({ ...gate, recent: { ...gate.recent, [eventId]: until } });
   if (!stored.gate_z) throw new Error("the gate records, deflated before, would now be maps");
   await env.clients.dynamodb.send(
