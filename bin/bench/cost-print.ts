@@ -7,6 +7,7 @@ import {
   peerCosts,
   SYSTEMS,
   total,
+  writeBudget,
   zeroUsage,
 } from "../../lib/dev/metering/flow-cost";
 import {
@@ -57,6 +58,8 @@ export function printCost(out: Out, result: CostResult): void {
   printCold(out, result.cold, result.flows);
   out();
   printSideBySide(out, result.flows);
+  out();
+  printWriteBudget(out, result.flows);
   out();
   printCounting(out, result.flows);
   out();
@@ -123,6 +126,32 @@ function printSideBySide(out: Out, flows: readonly MixedFlow[]): void {
   const header = ["flow", ...SYSTEMS];
   for (const line of renderTable(header, rows, ["l", ...SYSTEMS.map(() => "r" as const)]))
     out(line);
+}
+
+/** The write units at which each flow would cost what a durable function does (writeBudget). */
+function printWriteBudget(out: Out, flows: readonly MixedFlow[]): void {
+  const budgets = flows.map(({ shape, usage }) => ({
+    flow: shape.flow,
+    all: total(agentBusDollars(usage)),
+    ...writeBudget(shape, usage),
+  }));
+  const peer = budgets[0]?.peer ?? "Lambda durable functions";
+  out(
+    `The DynamoDB writes at which a flow would cost what ${peer} do, every other line as metered above:`,
+  );
+  const rows = budgets.map((b) => [
+    b.flow,
+    perMillion(b.all),
+    perMillion(b.peerDollars),
+    perMillion(b.otherDollars),
+    fmt(b.writeUnits, 1),
+    fmt(b.writeUnitsAtPeer, 1),
+  ]);
+  const header = ["flow", "AgentBus", peer, "AgentBus without writes", "WU", "WU at its price"];
+  for (const line of renderTable(header, rows, ["l", "r", "r", "r", "r", "r"])) out(line);
+  out(
+    "(WU at its price 0: what AgentBus spends besides its writes already costs more than the peer; cutting writes alone cannot reach it.)",
+  );
 }
 
 function printCounting(out: Out, flows: readonly MixedFlow[]): void {

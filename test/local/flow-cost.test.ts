@@ -10,6 +10,7 @@ import {
   peerCosts,
   perConsumedEvent,
   total,
+  writeBudget,
   zeroUsage,
 } from "../../lib/dev/metering/flow-cost";
 import {
@@ -163,6 +164,36 @@ describe("the peers' counting", () => {
       "8 Actions (assumed: workflow start + 6 Activity starts + 1 child workflow start)",
     );
     expect(more("Temporal Cloud")).toBeCloseTo(50e-6, 15);
+  });
+});
+
+describe("the write budget against a durable function", () => {
+  const durable = (s: FlowShape, u: FlowUsage) =>
+    peerCosts(s, u).find((p) => p.peer === "Lambda durable functions")?.dollars ?? Number.NaN;
+
+  it("is the write units that bring a flow to the durable function's price, the rest as metered", () => {
+    const turn = shape("support turn");
+    const used = usage({
+      dynamoWriteUnits: 54,
+      sqsFifoRequests: 10,
+      lambdaRequests: 17,
+      workGbSeconds: 0.1,
+    });
+    const budget = writeBudget(turn, used);
+    const rest = 10 * 0.5e-6 + 17 * 0.2e-6;
+    expect(budget.otherDollars).toBeCloseTo(rest, 15);
+    expect(budget.peerDollars).toBeCloseTo(durable(turn, used), 15);
+    expect(budget.writeUnits).toBe(54);
+    expect(budget.writeUnitsAtPeer).toBeCloseTo((durable(turn, used) - rest) / 0.625e-6, 6);
+    // At that many write units, AgentBus costs exactly what the durable function does.
+    const atPeer = usage({ ...used, dynamoWriteUnits: budget.writeUnitsAtPeer });
+    expect(total(agentBusDollars(atPeer))).toBeCloseTo(budget.peerDollars, 12);
+  });
+
+  it("is 0 when what the flow spends besides its writes already costs more than the peer", () => {
+    const budget = writeBudget(shape("support turn"), usage({ sqsFifoRequests: 1_000 }));
+    expect(budget.otherDollars).toBeGreaterThan(budget.peerDollars);
+    expect(budget.writeUnitsAtPeer).toBe(0);
   });
 });
 

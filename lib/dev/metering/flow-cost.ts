@@ -237,6 +237,40 @@ export function peerCosts(shape: FlowShape, usage: FlowUsage): PeerCount[] {
   ];
 }
 
+/**
+ * How far a flow's DynamoDB writes are from a peer's price: the write units that would make
+ * AgentBus cost what `peer` does with every other line as metered (what the peer costs, less
+ * what AgentBus spends on everything but its writes, at the write unit's price; 0 when the rest
+ * alone costs more than the peer, so no cut in writes alone reaches it).
+ */
+export interface WriteBudget {
+  readonly peer: System;
+  readonly peerDollars: number;
+  /** AgentBus's dollars for the flow, its DynamoDB writes left out. */
+  readonly otherDollars: number;
+  readonly writeUnits: number;
+  readonly writeUnitsAtPeer: number;
+}
+
+export function writeBudget(
+  shape: FlowShape,
+  usage: FlowUsage,
+  peer: Exclude<System, "AgentBus"> = "Lambda durable functions",
+): WriteBudget {
+  const peerDollars = peerCosts(shape, usage).find((p) => p.peer === peer)?.dollars;
+  if (peerDollars === undefined) throw new Error(`no price for ${peer}`);
+  const lines = agentBusDollars(usage);
+  const otherDollars = total(lines) - (lines["DynamoDB writes"] ?? 0);
+  const perUnit = dollarsFor(PRICES.dynamoWrite, 1);
+  return {
+    peer,
+    peerDollars,
+    otherDollars,
+    writeUnits: usage.dynamoWriteUnits,
+    writeUnitsAtPeer: Math.max(0, (peerDollars - otherDollars) / perUnit),
+  };
+}
+
 /** One flow of the mix the bench played, with its usage and how many times a mix holds it. */
 export interface MixedFlow {
   readonly shape: FlowShape;
