@@ -105,6 +105,11 @@ function streamOf(ref: AggregateRef): string {
   return `${ref.type}#${ref.id}`;
 }
 
+/** The last version of `stream` the records say was applied (0 when none). */
+export function checkpointOn(records: GateRecords | undefined, stream: AggregateRef): number {
+  return records?.checkpoints[streamOf(stream)] ?? 0;
+}
+
 /**
  * `after` without the checkpoints of the streams the state forgets (Role.forgets); undefined
  * when that leaves the records as `before` had them, so nothing is left to write.

@@ -6,6 +6,7 @@ import type {
   SQSRecord,
 } from "aws-lambda";
 import { streamRecordEvent } from "../adapters/dynamodb/stream";
+import type { BatchFoldingStore } from "../core/batch-fold";
 
 /**
  * A consumer group with `delivery: "stream"` reads the events table's stream (lib/infra/README.md):
@@ -65,23 +66,48 @@ export function messageOfStreamRecord(record: DynamoDBRecord): SQSRecord | undef
   };
 }
 
+/** The writes a batch keeps until its end (core/batch-fold.ts BatchFoldingStore). */
+export type KeptWrites = Pick<BatchFoldingStore, "keeping" | "flush" | "flushes">;
+
 /**
  * Runs a batch of stream records in stream order through `handleMessage` (which throws only for
  * a record left to retry) and answers with the partial batch response: the first record that
  * failed, and nothing after it is handled, since Lambda retries the batch from that record on (its
  * later records come again, in order). Records that hold no event are acknowledged.
+ *
+ * With `kept`, the records' writes are made at the end of the batch, or before a record that
+ * failed is reported: a failure to make them reports the first record whose write was kept
+ * instead, so every record after it comes again.
  */
 export async function processStreamBatch(
   event: DynamoDBStreamEvent,
   handleMessage: (message: SQSRecord) => Promise<void>,
+  kept?: KeptWrites,
 ): Promise<DynamoDBBatchResponse> {
+  const failedAt = (id: string) => ({ batchItemFailures: [{ itemIdentifier: id }] });
+  // The first record whose write is kept and not made yet.
+  let keptFrom: string | undefined;
   for (const record of event.Records) {
     const message = messageOfStreamRecord(record);
     if (!message) continue;
+    const flushes = kept?.flushes;
     try {
       await handleMessage(message);
     } catch {
-      return { batchItemFailures: [{ itemIdentifier: message.messageId }] };
+      const made = await kept?.flush().then(
+        () => true,
+        () => false,
+      );
+      return failedAt(made === false ? (keptFrom ?? message.messageId) : message.messageId);
+    }
+    if (!kept?.keeping()) keptFrom = undefined;
+    else if (keptFrom === undefined || kept.flushes !== flushes) keptFrom = message.messageId;
+  }
+  if (kept && keptFrom !== undefined) {
+    try {
+      await kept.flush();
+    } catch {
+      return failedAt(keptFrom);
     }
   }
   return { batchItemFailures: [] };

@@ -14,6 +14,7 @@ import { meterModelCalls } from "../adapters/model-calls";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
 import { queueReceiveLimit } from "../adapters/sqs/receive-limit";
 import type { AttentionRule } from "../core/attention";
+import { BatchFoldingStore } from "../core/batch-fold";
 import { parseEnv } from "../core/parse-env";
 import { consume } from "../core/pipeline";
 import type { Clock, ConsumerDeps } from "../core/ports";
@@ -95,7 +96,12 @@ export function createConsumerHandler<S>(
   const modelCalls = modelCallMetrics(obs.metrics);
   const queue = { sqs, url: env.QUEUE_URL, logger: obs.logger };
 
-  const consumeDelivery = async (record: SQSRecord, delivery: Delivery, receiveCount: number) => {
+  const consumeDelivery = async (
+    record: SQSRecord,
+    delivery: Delivery,
+    receiveCount: number,
+    deps: ConsumerDeps,
+  ) => {
     const { envelope: raw, replay } = delivery;
     const startedAt = deps.clock.now();
     recordLag(obs.metrics, raw, startedAt);
@@ -108,23 +114,32 @@ export function createConsumerHandler<S>(
     observer.consumed?.(result);
   };
 
-  const handleRecord = async (record: SQSRecord): Promise<void> => {
-    const receiveCount = receiveCountOf(record);
-    recordReceived(obs.metrics);
-    try {
-      const delivery = decodeDelivery(record);
-      const ids = appendLogKeys(obs.logger, delivery.envelope, receiveCount);
-      const message = { ids, traceparent: traceParentOf(delivery.envelope) };
-      await inMessageSpan(message, { group: role.group, messageId: record.messageId }, () =>
-        consumeDelivery(record, delivery, receiveCount),
-      );
-    } catch (error) {
-      const failure = await settle(record, error, receiveCount);
-      observer.failed?.(failure);
-      if (failure.outcome === "retrying") throw error;
-    } finally {
-      obs.logger.resetKeys();
-    }
+  const handleRecordWith =
+    (deps: ConsumerDeps) =>
+    async (record: SQSRecord): Promise<void> => {
+      const receiveCount = receiveCountOf(record);
+      recordReceived(obs.metrics);
+      try {
+        const delivery = decodeDelivery(record);
+        const ids = appendLogKeys(obs.logger, delivery.envelope, receiveCount);
+        const message = { ids, traceparent: traceParentOf(delivery.envelope) };
+        await inMessageSpan(message, { group: role.group, messageId: record.messageId }, () =>
+          consumeDelivery(record, delivery, receiveCount, deps),
+        );
+      } catch (error) {
+        const failure = await settle(record, error, receiveCount);
+        observer.failed?.(failure);
+        if (failure.outcome === "retrying") throw error;
+      } finally {
+        obs.logger.resetKeys();
+      }
+    };
+
+  const handleRecord = handleRecordWith(deps);
+  // A stream batch's writes to one aggregate are folded into one (core/batch-fold.ts).
+  const handleStreamBatch = (event: DynamoDBStreamEvent) => {
+    const fold = new BatchFoldingStore(deps.store, deps.clock);
+    return processStreamBatch(event, handleRecordWith({ ...deps, store: fold }), fold);
   };
 
   return async (event, context) => {
@@ -132,7 +147,7 @@ export function createConsumerHandler<S>(
     try {
       return await meterModelCalls(modelCalls, () =>
         isStreamEvent(event)
-          ? processStreamBatch(event, handleRecord)
+          ? handleStreamBatch(event)
           : processBatch(event, context, handleRecord, queue),
       );
     } finally {

@@ -102,6 +102,52 @@ describe("a stream record as the consumer's message", () => {
   });
 });
 
+describe("a stream batch's kept writes", () => {
+  /** Writes kept by the records after the first, made by `flush` unless it is told to fail. */
+  function keptWrites() {
+    const kept = {
+      keeping: () => kept.held,
+      flushes: 0,
+      held: false,
+      failing: true,
+      flush: async () => {
+        if (kept.failing) throw new TransientError("test.throttled", "throttled");
+        kept.held = false;
+        kept.flushes++;
+      },
+    };
+    return kept;
+  }
+  const records = taskStream(1, 3).map((e, i) => recordOf(e, String(200 + i)));
+
+  it("are made at the end of the batch; when that fails, the batch comes again from the first record kept", async () => {
+    const kept = keptWrites();
+    const keepAfterFirst = async (message: { messageId: string }) => {
+      if (message.messageId !== "200") kept.held = true;
+    };
+    const failed = await processStreamBatch(dynamoStreamEvent(records), keepAfterFirst, kept);
+    expect(failed.batchItemFailures).toEqual([{ itemIdentifier: "201" }]);
+    kept.failing = false;
+    const made = await processStreamBatch(dynamoStreamEvent(records), keepAfterFirst, kept);
+    expect(made.batchItemFailures).toEqual([]);
+    expect(kept).toMatchObject({ held: false, flushes: 1 });
+  });
+
+  it("are made before a record that failed is reported, or the report starts where they do", async () => {
+    const kept = keptWrites();
+    const failLast = async (message: { messageId: string }) => {
+      if (message.messageId === "202") throw new TransientError("test.down", "down");
+      if (message.messageId !== "200") kept.held = true;
+    };
+    const unmade = await processStreamBatch(dynamoStreamEvent(records), failLast, kept);
+    expect(unmade.batchItemFailures).toEqual([{ itemIdentifier: "201" }]);
+    kept.failing = false;
+    const made = await processStreamBatch(dynamoStreamEvent(records), failLast, kept);
+    expect(made.batchItemFailures).toEqual([{ itemIdentifier: "202" }]);
+    expect(kept.flushes).toBe(1);
+  });
+});
+
 describe("createConsumerHandler on the events table's stream (task projection)", () => {
   const suffix = newUlid().toLowerCase();
   let dynamodb: DynamoDBClient;
@@ -185,6 +231,28 @@ describe("createConsumerHandler on the events table's stream (task projection)",
     ).toEqual([]);
     expect(outcomes.every((o) => o.startsWith("duplicate"))).toBe(true);
     expect(await viewOf(v1.aggregate.id)).toEqual(view);
+  });
+
+  it("writes a view once for a batch's events of its task, as one write per event would leave it", async () => {
+    const events = taskStream(1, 4);
+    for (const e of events) await store(e);
+    const writes: string[] = [];
+    const sdk = fromSdk(dynamodb);
+    const counting = {
+      send: ((command) => {
+        if (/Put|Update|Transact/.test(command.operation)) writes.push(command.operation);
+        return sdk.send(command);
+      }) as typeof sdk.send,
+    };
+    const handler = consumer(taskProjection, { dynamodb: counting });
+
+    expect(
+      (await handler(dynamoStreamEvent(events.map((e) => recordOf(e))))).batchItemFailures,
+    ).toEqual([]);
+
+    expect(writes).toEqual(["PutItem"]);
+    const view = await viewOf(events[0]?.aggregate.id ?? "");
+    expect(view?.history.map((h) => h.event_id)).toEqual(events.map((e) => e.event_id));
   });
 
   it("dead-letters a record that holds no valid envelope and goes on with the batch", async () => {
