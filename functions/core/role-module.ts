@@ -77,6 +77,14 @@ export interface Deployment {
   readonly maxReceiveCount?: number;
   /** Consumer function timeout, in seconds. @default 30 */
   readonly functionTimeoutSeconds?: number;
+  /**
+   * How long the consumer's event source gathers a batch before it invokes the consumer (whole
+   * seconds, 0..300; standard queues and `delivery: "stream"`, not FIFO queues): fewer, fuller
+   * invocations, and for a read model on the stream one write per aggregate for what a batch holds
+   * of it (functions/core/batch-fold.ts), for up to this much latency per event.
+   * @default - none (1 s for a standard queue's batches over 10)
+   */
+  readonly batchingWindowSeconds?: number;
   /** What the stack wires for it besides its queues. */
   readonly needs?: GroupNeeds;
   /**

@@ -484,6 +484,7 @@ export class AgentBusStack extends Stack {
       ...pickGroupSettings(group),
       delivery: pipeFallback || subscriberFallback ? "dispatch-function" : group.delivery,
       deliveryBatchingWindow: group.deliveryBatchingWindow,
+      maxBatchingWindow: group.maxBatchingWindow,
       // The group that keeps messages keeps those no stream holds: stored events are never its.
       unsequencedOnly: group.role.keepsMessages === true,
       legacyCheckpoints: [true, "true"].includes(this.node.tryGetContext(LEGACY_CHECKPOINTS_KEY)),

@@ -131,6 +131,13 @@ export interface GroupDeclaration {
    * @default - none
    */
   readonly deliveryBatchingWindow?: Duration;
+
+  /**
+   * How long the consumer's event source gathers a batch (whole seconds, 0..300): standard queues
+   * and `delivery: "stream"` (a read model then writes each aggregate once per batch).
+   * @default - none (1 s for a standard queue's batches over 10)
+   */
+  readonly maxBatchingWindow?: Duration;
 }
 
 export interface TopologyDeclaration {
@@ -392,7 +399,7 @@ function subscriptionsByTopic(
  * file's name.
  */
 export function groupOf(module: RoleModule): GroupDeclaration {
-  const { functionTimeoutSeconds, ...deployment } = module.deployment;
+  const { functionTimeoutSeconds, batchingWindowSeconds, ...deployment } = module.deployment;
   return {
     name: module.descriptor.group,
     role: module.descriptor,
@@ -402,5 +409,8 @@ export function groupOf(module: RoleModule): GroupDeclaration {
     ...(functionTimeoutSeconds === undefined
       ? {}
       : { functionTimeout: Duration.seconds(functionTimeoutSeconds) }),
+    ...(batchingWindowSeconds === undefined
+      ? {}
+      : { maxBatchingWindow: Duration.seconds(batchingWindowSeconds) }),
   };
 }

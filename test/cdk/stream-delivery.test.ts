@@ -59,11 +59,12 @@ describe("stream delivery (the conversation projection)", () => {
     for (const q of queues) expect(q.Properties.FifoQueue).toBeUndefined();
   });
 
-  it("reads the events table's stream from its oldest record, in batches, one batch a shard at a time", () => {
+  it("reads the events table's stream from its oldest record, in batches gathered for 2 s, one batch a shard at a time", () => {
     expect(streamMapping).toBeDefined();
     expect(streamMapping.Properties).toMatchObject({
       StartingPosition: "TRIM_HORIZON",
       BatchSize: 100,
+      MaximumBatchingWindowInSeconds: 2,
       ParallelizationFactor: 1,
       BisectBatchOnFunctionError: true,
       MaximumRetryAttempts: 5,

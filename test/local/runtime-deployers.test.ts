@@ -150,6 +150,7 @@ describe("event source mapping deployer", () => {
         StartingPosition: "TRIM_HORIZON",
         BisectBatchOnFunctionError: true,
         MaximumRetryAttempts: "4",
+        MaximumBatchingWindowInSeconds: 2,
         FilterCriteria: { Filters: [{ Pattern: JSON.stringify(pattern) }] },
         DestinationConfig: { OnFailure: { Destination: "arn:aws:sqs:us-east-1:1:failed" } },
       }),
@@ -160,6 +161,7 @@ describe("event source mapping deployer", () => {
       bisectBatchOnFunctionError: true,
       maximumRetryAttempts: 4,
       startingPosition: "TRIM_HORIZON",
+      maximumBatchingWindowSeconds: 2,
       filters: [pattern],
       onFailureArn: "arn:aws:sqs:us-east-1:1:failed",
     });

@@ -210,6 +210,63 @@ describe("the local runtime after a failed call", () => {
     }
   });
 
+  it("a stream mapping with a batching window gathers what comes within it into one batch", async () => {
+    const table = `runtime-${ulid().toLowerCase()}`;
+    const created = await dynamodb.send(
+      new CreateTableCommand({
+        TableName: table,
+        BillingMode: "PAY_PER_REQUEST",
+        KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
+        AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
+        StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_IMAGE" },
+      }),
+    );
+    await waitUntilTableExists({ client: dynamodb, maxWaitTime: 30 }, { TableName: table });
+    const put = (pk: string) =>
+      dynamodb.send(new PutItemCommand({ TableName: table, Item: { pk: { S: pk } } }));
+    const batches: string[][] = [];
+    const runtime = new LocalRuntime({
+      deployment: deployment({
+        eventSourceArn: created.TableDescription?.LatestStreamArn ?? "",
+        source: "dynamodb-stream",
+        batchSize: 10,
+        reportBatchItemFailures: false,
+        bisectBatchOnFunctionError: false,
+        startingPosition: "TRIM_HORIZON",
+        maximumBatchingWindowSeconds: 2,
+        filters: [],
+      }),
+      ...withFunctionClients({
+        dynamodb,
+        sqs: new SQSClient(aws),
+        eventbridge: new EventBridgeClient(aws),
+      }),
+      endpoint: proxyEndpoint,
+      root,
+      services: {
+        sink: (event: { Records: DynamoDBRecord[] }) => {
+          batches.push(event.Records.map((r) => r.dynamodb?.Keys?.pk?.S ?? ""));
+        },
+      },
+    });
+    await runtime.start();
+    try {
+      // 300 ms apart: without a window each would be a batch of its own (the runtime reads a
+      // shard every 50 ms); within the 2 s window they are one.
+      for (const pk of ["a", "b", "c"]) {
+        await put(pk);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+      await until("records a, b and c", () => batches.flat().length >= 3);
+      await runtime.idle({ quietMs: 300, timeoutMs: 10_000 });
+
+      expect(batches).toEqual([["a", "b", "c"]]);
+    } finally {
+      await runtime.stop();
+      await dynamodb.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
+    }
+  });
+
   it("a failed DeleteMessageBatch is reported and the queue is read on", async () => {
     const sqs = new SQSClient(aws);
     let failDeletes = 1;

@@ -83,7 +83,8 @@ export interface ConsumerGroupProps {
   readonly batchSize?: number;
 
   /**
-   * How long the consumer's event source gathers a batch (standard queues only, 0..300 s).
+   * How long the consumer's event source gathers a batch (standard queues and the events table's
+   * stream, 0..300 s; not FIFO queues).
    * @default - none, or 1 second when `batchSize` is over 10 (Lambda requires one then)
    */
   readonly maxBatchingWindow?: Duration;

@@ -34,6 +34,9 @@ export function mappingOf({ logicalId, resource, props }: ResourceInput): LocalM
     maximumRetryAttempts:
       props.MaximumRetryAttempts === undefined ? undefined : Number(props.MaximumRetryAttempts),
     startingPosition: props.StartingPosition as string | undefined,
+    ...(props.MaximumBatchingWindowInSeconds === undefined
+      ? {}
+      : { maximumBatchingWindowSeconds: Number(props.MaximumBatchingWindowInSeconds) }),
     filters,
     onFailureArn: destination,
   };

@@ -41,6 +41,11 @@ export interface LocalMapping {
   readonly bisectBatchOnFunctionError: boolean;
   readonly maximumRetryAttempts?: number;
   readonly startingPosition?: string;
+  /**
+   * How long a stream batch is gathered before the function is invoked (seconds; 0 or absent:
+   * as soon as records are read). The runtime's SQS pollers take none.
+   */
+  readonly maximumBatchingWindowSeconds?: number;
   /** Event filter patterns (JSON objects). */
   readonly filters: unknown[];
   readonly onFailureArn?: string;

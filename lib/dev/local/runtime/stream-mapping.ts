@@ -151,8 +151,9 @@ export class StreamMapping {
       }
       read = "records";
       activity.streamBehind.add(shardId);
-      await activity.track(() => this.handle(records, shardId));
-      position.after = records.at(-1)?.dynamodb?.SequenceNumber ?? position.after;
+      const batch = await this.gathered(records, position);
+      await activity.track(() => this.handle(batch, shardId));
+      position.after = batch.at(-1)?.dynamodb?.SequenceNumber ?? position.after;
       return read;
     } catch (error) {
       if (activity.stopped) return "stopped";
@@ -163,11 +164,35 @@ export class StreamMapping {
     }
   }
 
-  private async nextPage(position: ShardPosition): Promise<DynamoDBRecord[]> {
+  /**
+   * `records` and what the shard brings within the mapping's batching window, counted from their
+   * read, until the batch is full (its filtered records), as Lambda gathers a stream batch.
+   */
+  private async gathered(
+    records: DynamoDBRecord[],
+    position: ShardPosition,
+  ): Promise<DynamoDBRecord[]> {
+    const windowMs = (this.mapping.maximumBatchingWindowSeconds ?? 0) * 1000;
+    const until = Date.now() + windowMs;
+    const { batchSize, filters } = this.mapping;
+    const batch = [...records];
+    while (!position.closed && !this.ctx.activity.stopped && Date.now() < until) {
+      const room = batchSize - selected(batch, filters).length;
+      if (room <= 0) break;
+      await sleep(Math.min(STREAM_IDLE_MS, until - Date.now()));
+      batch.push(...(await this.nextPage(position, room)));
+    }
+    return batch;
+  }
+
+  private async nextPage(
+    position: ShardPosition,
+    limit = this.mapping.batchSize,
+  ): Promise<DynamoDBRecord[]> {
     const page = await this.ctx.streams.send(
       new GetRecordsCommand({
         ShardIterator: position.iterator,
-        Limit: Math.min(this.mapping.batchSize, 1000),
+        Limit: Math.min(limit, 1000),
       }),
     );
     position.iterator = page.NextShardIterator;
