@@ -20,7 +20,7 @@ export class Activity {
   private readonly controller = new AbortController();
   private inflight = 0;
   private lastActivity = Date.now();
-  /** Stream shards whose last read returned records. */
+  /** Stream shards, as each mapping reads them, whose last read returned records. */
   readonly streamBehind = new Set<string>();
   /** When each stream shard's latest read that found nothing new began (ms since the epoch). */
   private readonly readUp = new Map<string, number>();

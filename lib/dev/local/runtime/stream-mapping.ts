@@ -92,9 +92,13 @@ export class StreamMapping {
     }
   }
 
-  /** A shard as the runtime's activity knows it (shard ids repeat across streams). */
+  /**
+   * A shard as this mapping reads it, as the runtime's activity knows it: shard ids repeat across
+   * streams, and two mappings read one stream (the relay's and a stream-delivered group's), each
+   * behind or read up on its own.
+   */
   private key(shardId: string): string {
-    return `${this.mapping.eventSourceArn}#${shardId}`;
+    return `${this.mapping.logicalId}#${this.mapping.eventSourceArn}#${shardId}`;
   }
 
   /** The stream's shards, asked for until the emulator answers; false if stopped meanwhile. */
@@ -145,12 +149,12 @@ export class StreamMapping {
       const records = await this.nextPage(position);
       if (position.closed) activity.shardReadUp(this.key(shardId), Infinity);
       if (records.length === 0) {
-        activity.streamBehind.delete(shardId);
+        activity.streamBehind.delete(this.key(shardId));
         if (!position.closed) activity.shardReadUp(this.key(shardId), startedAt);
         return read;
       }
       read = "records";
-      activity.streamBehind.add(shardId);
+      activity.streamBehind.add(this.key(shardId));
       const batch = await this.gathered(records, position);
       await activity.track(() => this.handle(batch, shardId));
       position.after = batch.at(-1)?.dynamodb?.SequenceNumber ?? position.after;
