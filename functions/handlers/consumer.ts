@@ -86,55 +86,11 @@ export function createConsumerHandler<S>(
   role: Role<S>,
   options: ConsumerOptions = {},
 ): SqsBatchHandler {
-  const { env, obs, sqs, deps, withHeartbeat, settle, receiveLimit } = wire(role, options);
-  const ttls = {
-    inboxTtlSeconds: Math.round(env.INBOX_TTL_DAYS * 24 * 3600),
-    keptMessageTtlSeconds: Math.round(env.KEPT_MESSAGE_DAYS * 24 * 3600),
-  };
-  const observer = options.observer ?? {};
-  const attention = options.attention ?? [];
+  const wired = wire(role, options);
+  const { env, obs, sqs, deps } = wired;
   const modelCalls = modelCallMetrics(obs.metrics);
   const queue = { sqs, url: env.QUEUE_URL, logger: obs.logger };
-
-  const consumeDelivery = async (
-    record: SQSRecord,
-    delivery: Delivery,
-    receiveCount: number,
-    deps: ConsumerDeps,
-  ) => {
-    const { envelope: raw, replay } = delivery;
-    const startedAt = deps.clock.now();
-    recordLag(obs.metrics, raw, startedAt);
-    const lastAttempt = await isLastAttempt(role, raw, receiveLimit, receiveCount);
-    const result = await withHeartbeat(record, raw, () =>
-      consume(raw, role, deps, { receiveCount, ...ttls, replay, lastAttempt }),
-    );
-    if (result.steps.at(-1)?.pastHorizon) logPastHorizon(obs, replay, env.INBOX_TTL_DAYS);
-    recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs, attention);
-    observer.consumed?.(result);
-  };
-
-  const handleRecordWith =
-    (deps: ConsumerDeps) =>
-    async (record: SQSRecord): Promise<void> => {
-      const receiveCount = receiveCountOf(record);
-      recordReceived(obs.metrics);
-      try {
-        const delivery = decodeDelivery(record);
-        const ids = appendLogKeys(obs.logger, delivery.envelope, receiveCount);
-        const message = { ids, traceparent: traceParentOf(delivery.envelope) };
-        await inMessageSpan(message, { group: role.group, messageId: record.messageId }, () =>
-          consumeDelivery(record, delivery, receiveCount, deps),
-        );
-      } catch (error) {
-        const failure = await settle(record, error, receiveCount);
-        observer.failed?.(failure);
-        if (failure.outcome === "retrying") throw error;
-      } finally {
-        obs.logger.resetKeys();
-      }
-    };
-
+  const handleRecordWith = recordHandler(role, wired, options);
   const handleRecord = handleRecordWith(deps);
   // A stream batch's writes to one aggregate are folded into one (core/batch-fold.ts).
   const handleStreamBatch = (event: DynamoDBStreamEvent) => {
@@ -155,6 +111,61 @@ export function createConsumerHandler<S>(
       await obs.telemetry.flush();
     }
   };
+}
+
+/**
+ * One record through the pipeline on the given ports, in its span, with its metrics and logs; a
+ * failure settled (./consumer-settle), thrown on only when the record is left to retry.
+ */
+function recordHandler<S>(
+  role: Role<S>,
+  { env, obs, withHeartbeat, settle, receiveLimit }: ReturnType<typeof wire<S>>,
+  options: ConsumerOptions,
+) {
+  const ttls = {
+    inboxTtlSeconds: Math.round(env.INBOX_TTL_DAYS * 24 * 3600),
+    keptMessageTtlSeconds: Math.round(env.KEPT_MESSAGE_DAYS * 24 * 3600),
+  };
+  const observer = options.observer ?? {};
+  const attention = options.attention ?? [];
+
+  const consumeDelivery = async (
+    record: SQSRecord,
+    delivery: Delivery,
+    receiveCount: number,
+    deps: ConsumerDeps,
+  ) => {
+    const { envelope: raw, replay } = delivery;
+    const startedAt = deps.clock.now();
+    recordLag(obs.metrics, raw, startedAt);
+    const lastAttempt = await isLastAttempt(role, raw, receiveLimit, receiveCount);
+    const result = await withHeartbeat(record, raw, () =>
+      consume(raw, role, deps, { receiveCount, ...ttls, replay, lastAttempt }),
+    );
+    if (result.steps.at(-1)?.pastHorizon) logPastHorizon(obs, replay, env.INBOX_TTL_DAYS);
+    recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs, attention);
+    observer.consumed?.(result);
+  };
+
+  return (deps: ConsumerDeps) =>
+    async (record: SQSRecord): Promise<void> => {
+      const receiveCount = receiveCountOf(record);
+      recordReceived(obs.metrics);
+      try {
+        const delivery = decodeDelivery(record);
+        const ids = appendLogKeys(obs.logger, delivery.envelope, receiveCount);
+        const message = { ids, traceparent: traceParentOf(delivery.envelope) };
+        await inMessageSpan(message, { group: role.group, messageId: record.messageId }, () =>
+          consumeDelivery(record, delivery, receiveCount, deps),
+        );
+      } catch (error) {
+        const failure = await settle(record, error, receiveCount);
+        observer.failed?.(failure);
+        if (failure.outcome === "retrying") throw error;
+      } finally {
+        obs.logger.resetKeys();
+      }
+    };
 }
 
 /**

@@ -84,6 +84,58 @@ describe("the local runtime after a failed call", () => {
     }
   };
 
+  /** A table with a stream, the put of an item keyed `pk`, and its removal. */
+  const streamTable = async () => {
+    const table = `runtime-${ulid().toLowerCase()}`;
+    const created = await dynamodb.send(
+      new CreateTableCommand({
+        TableName: table,
+        BillingMode: "PAY_PER_REQUEST",
+        KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
+        AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
+        StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_IMAGE" },
+      }),
+    );
+    await waitUntilTableExists({ client: dynamodb, maxWaitTime: 30 }, { TableName: table });
+    return {
+      streamArn: created.TableDescription?.LatestStreamArn ?? "",
+      put: (pk: string) =>
+        dynamodb.send(new PutItemCommand({ TableName: table, Item: { pk: { S: pk } } })),
+      remove: () =>
+        dynamodb.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined),
+    };
+  };
+  /** A runtime whose function reads `streamArn` from its oldest record and hands each batch on. */
+  const streamRuntime = (
+    streamArn: string,
+    sink: (event: { Records: DynamoDBRecord[] }) => void,
+    more: {
+      readonly mapping?: Partial<LocalMapping>;
+      readonly onEvent?: (e: RuntimeEvent) => void;
+    },
+  ) =>
+    new LocalRuntime({
+      deployment: deployment({
+        eventSourceArn: streamArn,
+        source: "dynamodb-stream",
+        batchSize: 10,
+        reportBatchItemFailures: false,
+        bisectBatchOnFunctionError: false,
+        startingPosition: "TRIM_HORIZON",
+        filters: [],
+        ...more.mapping,
+      }),
+      ...withFunctionClients({
+        dynamodb,
+        sqs: new SQSClient(aws),
+        eventbridge: new EventBridgeClient(aws),
+      }),
+      endpoint: proxyEndpoint,
+      root,
+      services: { sink },
+      ...(more.onEvent ? { onEvent: more.onEvent } : {}),
+    });
+
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), "agentbus-runtime-"));
     // Hands every event to the `sink` service the test passes in.
@@ -139,45 +191,16 @@ describe("the local runtime after a failed call", () => {
   });
 
   it("a failed GetRecords is reported and the stream is read on after the last record handled", async () => {
-    const table = `runtime-${ulid().toLowerCase()}`;
-    const created = await dynamodb.send(
-      new CreateTableCommand({
-        TableName: table,
-        BillingMode: "PAY_PER_REQUEST",
-        KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
-        AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
-        StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_IMAGE" },
-      }),
-    );
-    await waitUntilTableExists({ client: dynamodb, maxWaitTime: 30 }, { TableName: table });
-    const put = (pk: string) =>
-      dynamodb.send(new PutItemCommand({ TableName: table, Item: { pk: { S: pk } } }));
+    const { streamArn, put, remove } = await streamTable();
     const seen: string[] = [];
     const events: RuntimeEvent[] = [];
-    const runtime = new LocalRuntime({
-      deployment: deployment({
-        eventSourceArn: created.TableDescription?.LatestStreamArn ?? "",
-        source: "dynamodb-stream",
-        batchSize: 10,
-        reportBatchItemFailures: false,
-        bisectBatchOnFunctionError: false,
-        startingPosition: "TRIM_HORIZON",
-        filters: [],
-      }),
-      ...withFunctionClients({
-        dynamodb,
-        sqs: new SQSClient(aws),
-        eventbridge: new EventBridgeClient(aws),
-      }),
-      endpoint: proxyEndpoint,
-      root,
-      services: {
-        sink: (event: { Records: DynamoDBRecord[] }) => {
-          for (const r of event.Records) seen.push(r.dynamodb?.Keys?.pk?.S ?? "");
-        },
+    const runtime = streamRuntime(
+      streamArn,
+      (event) => {
+        for (const r of event.Records) seen.push(r.dynamodb?.Keys?.pk?.S ?? "");
       },
-      onEvent: (e) => events.push(e),
-    });
+      { onEvent: (e) => events.push(e) },
+    );
     await runtime.start();
     try {
       await put("a");
@@ -206,49 +229,18 @@ describe("the local runtime after a failed call", () => {
       ]);
     } finally {
       await runtime.stop();
-      await dynamodb.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
+      await remove();
     }
   });
 
   it("a stream mapping with a batching window gathers what comes within it into one batch", async () => {
-    const table = `runtime-${ulid().toLowerCase()}`;
-    const created = await dynamodb.send(
-      new CreateTableCommand({
-        TableName: table,
-        BillingMode: "PAY_PER_REQUEST",
-        KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
-        AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
-        StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_IMAGE" },
-      }),
-    );
-    await waitUntilTableExists({ client: dynamodb, maxWaitTime: 30 }, { TableName: table });
-    const put = (pk: string) =>
-      dynamodb.send(new PutItemCommand({ TableName: table, Item: { pk: { S: pk } } }));
+    const { streamArn, put, remove } = await streamTable();
     const batches: string[][] = [];
-    const runtime = new LocalRuntime({
-      deployment: deployment({
-        eventSourceArn: created.TableDescription?.LatestStreamArn ?? "",
-        source: "dynamodb-stream",
-        batchSize: 10,
-        reportBatchItemFailures: false,
-        bisectBatchOnFunctionError: false,
-        startingPosition: "TRIM_HORIZON",
-        maximumBatchingWindowSeconds: 2,
-        filters: [],
-      }),
-      ...withFunctionClients({
-        dynamodb,
-        sqs: new SQSClient(aws),
-        eventbridge: new EventBridgeClient(aws),
-      }),
-      endpoint: proxyEndpoint,
-      root,
-      services: {
-        sink: (event: { Records: DynamoDBRecord[] }) => {
-          batches.push(event.Records.map((r) => r.dynamodb?.Keys?.pk?.S ?? ""));
-        },
-      },
-    });
+    const runtime = streamRuntime(
+      streamArn,
+      (event) => batches.push(event.Records.map((r) => r.dynamodb?.Keys?.pk?.S ?? "")),
+      { mapping: { maximumBatchingWindowSeconds: 2 } },
+    );
     await runtime.start();
     try {
       // 300 ms apart: without a window each would be a batch of its own (the runtime reads a
@@ -263,7 +255,7 @@ describe("the local runtime after a failed call", () => {
       expect(batches).toEqual([["a", "b", "c"]]);
     } finally {
       await runtime.stop();
-      await dynamodb.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
+      await remove();
     }
   });
 
