@@ -97,10 +97,14 @@ export class BatchFoldingStore implements EventStore {
     }
   }
 
-  /** The state as the store would hold it once `request` is applied to `before`. */
+  /**
+   * The state as the store will hold it once the batch's write of it is made: `request` applied
+   * to `before`, at the revision that write leaves (the first one read, plus one), so a commit
+   * that cannot be kept, made after that write, is conditional on what the table then holds.
+   */
   private after(request: CommitRequest, before: StoredState | undefined): StoredState {
-    const revision = (before?.revision ?? 0) + 1;
     const { state, gate } = request;
+    const revision = before?.revision ?? ((state ?? gate)?.expectedRevision ?? 0) + 1;
     if (state) {
       const stored: Mutable<StoredState> = {
         aggregate: state.aggregate,

@@ -112,6 +112,32 @@ describe("a batch's writes folded per aggregate", () => {
     expect(fold.keeping()).toBe(false);
   });
 
+  it("leave a state at the revision its one write will make, which a later write to it may expect", async () => {
+    const { deps, store } = makeDeps();
+    const taskId = newTaskId();
+    const [v1, v2] = (await seedTask(deps, 2, taskId)) as [Envelope, Envelope];
+    const { fold, commits, folded } = folding(deps);
+    await consume(v1, taskProjection, folded);
+    await consume(v2, taskProjection, folded);
+    const view = { type: "task_view", id: taskId };
+    const kept = (await fold.load({ state: view })).state;
+    expect(kept?.revision).toBe(1);
+    // A write that cannot be kept (it spills an id into an inbox row) goes to the store after the
+    // kept one, conditional on the revision that one left.
+    await fold.commit({
+      gate: {
+        aggregate: view,
+        expectedRevision: 1,
+        records: kept?.gate ?? { checkpoints: {}, recent: {} },
+      },
+      spill: { group: taskProjection.group, ids: [{ eventId: "evt_spilled", expiresAt: 2e9 }] },
+    });
+    expect(commits.map((c) => c.gate?.expectedRevision ?? c.state?.expectedRevision)).toEqual([
+      0, 1,
+    ]);
+    expect((await store.load({ state: view })).state?.revision).toBe(2);
+  });
+
   it("keep a gate write with the state written before it, and refuse a stale revision", async () => {
     const { deps, store } = makeDeps();
     const taskId = newTaskId();
