@@ -18,9 +18,10 @@ import type {
  * event store's stream in batches (`delivery: "stream"`: read models). Each record still goes
  * through the whole pipeline, alone and in order; only where its commit goes changes.
  *
- * - A commit that writes nothing but the state item it loaded (its data and gate records, or its
- *   gate records alone: what a role that emits nothing commits for an applied event) is kept here,
- *   and the next load of that aggregate reads the state as it would read it from the store.
+ * - A commit that writes nothing but the state item it loaded (its data and gate records: what a
+ *   role that emits nothing commits for an applied event; or its gate records alone, once a state
+ *   of the aggregate is kept) is kept here, and the next load of that aggregate reads the state as
+ *   it would read it from the store.
  * - `flush` writes each aggregate's last state once, conditional on the revision first read.
  * - Anything else (an append, an inbox row, a shared stream's checkpoint row, spilled ids, a load
  *   that reads a row or an unsequenced id) flushes what is kept first, then goes to the store as
@@ -69,12 +70,13 @@ export class BatchFoldingStore implements EventStore {
 
   async commit(request: CommitRequest): Promise<void> {
     const part = request.state ?? request.gate;
-    if (!part || !keepable(request)) {
+    const before = part && this.kept.get(keyOf(part.aggregate));
+    // A write of the gate records alone keeps the item's data, which only a kept state holds here.
+    if (!part || !keepable(request) || (request.gate && !before)) {
       await this.flush();
       return this.store.commit(request);
     }
     const key = keyOf(part.aggregate);
-    const before = this.kept.get(key);
     // The first write of an aggregate is checked by the store, at the flush.
     if (before && part.expectedRevision !== before.state.revision)
       throw new VersionConflictError(
@@ -119,12 +121,8 @@ export class BatchFoldingStore implements EventStore {
       if (head) stored.streamHead = head;
       return stored;
     }
-    const records = gate?.records as GateRecords;
-    return {
-      ...(before ?? { aggregate: gate?.aggregate as AggregateRef, version: 0, data: undefined }),
-      revision,
-      gate: records,
-    };
+    // A gate write is kept only after a state (commit): `before` holds the item's data.
+    return { ...(before as StoredState), revision, gate: gate?.records as GateRecords };
   }
 }
 
@@ -155,17 +153,14 @@ function keepable(request: CommitRequest): boolean {
 
 /**
  * The one commit that leaves the item as `later` does after `earlier`: the last state written,
- * with the last gate records; gate records alone while no state was written.
+ * with the last gate records (a gate write is kept only after a state write).
  */
 function merged(earlier: CommitRequest | undefined, later: CommitRequest): CommitRequest {
-  if (later.state) return { state: later.state };
-  if (!earlier?.state) return { gate: later.gate };
-  return { state: { ...earlier.state, gate: later.gate?.records } };
+  const state = later.state ?? (earlier?.state && { ...earlier.state, gate: later.gate?.records });
+  return state ? { state } : later;
 }
 
 /** The commit conditional on the revision the store holds (the first one the batch read). */
 function withRevision(write: CommitRequest, expectedRevision: number): CommitRequest {
-  if (write.state) return { state: { ...write.state, expectedRevision } };
-  const gate = write.gate;
-  return gate ? { gate: { ...gate, expectedRevision } } : write;
+  return write.state ? { state: { ...write.state, expectedRevision } } : write;
 }

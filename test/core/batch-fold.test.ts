@@ -138,6 +138,25 @@ describe("a batch's writes folded per aggregate", () => {
     expect((await store.load({ state: view })).state?.revision).toBe(2);
   });
 
+  it("pass a gate write on to the store while no state of its aggregate is kept: only the store has its data", async () => {
+    const { deps, store } = makeDeps();
+    const taskId = newTaskId();
+    const [v1] = await seedTask(deps, 1, taskId);
+    await consume(v1 as Envelope, taskProjection, deps);
+    const view = { type: "task_view", id: taskId };
+    const stored = (await store.load({ state: view })).state;
+    const { fold, commits } = folding(deps);
+    const records = { checkpoints: { ...stored?.gate?.checkpoints, "task#other": 2 }, recent: {} };
+    await fold.commit({
+      gate: { aggregate: view, expectedRevision: stored?.revision ?? 0, records },
+    });
+    expect(commits).toHaveLength(1);
+    expect(fold.keeping()).toBe(false);
+    const after = (await fold.load({ state: view })).state;
+    expect(after?.data).toEqual(stored?.data);
+    expect(after?.gate).toEqual(records);
+  });
+
   it("keep a gate write with the state written before it, and refuse a stale revision", async () => {
     const { deps, store } = makeDeps();
     const taskId = newTaskId();
