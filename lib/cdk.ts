@@ -10,6 +10,7 @@ export { AgentBus, DEFAULT_TOPICS, topologyOf } from "./infra/agentbus";
 export type { AgentBusStackProps } from "./infra/agentbus-stack";
 export { AgentBusStack } from "./infra/agentbus-stack";
 export { ConsumerGroup } from "./infra/constructs/consumer-group";
+export type { ProvisionedCapacity, TablesCapacity } from "./infra/constructs/table-capacity";
 export { HUB_INTEGRATIONS } from "./infra/hub-integrations";
 export type {
   AnyIntegrationInfra,

@@ -1,9 +1,11 @@
 import {
   agentBusDollars,
   agentBusMonth,
+  agentBusProvisionedDollars,
   type FlowUsage,
   type Mappings,
   type MixedFlow,
+  minimumCapacityMonth,
   peerCosts,
   SYSTEMS,
   total,
@@ -17,6 +19,7 @@ import {
   PRICES,
   PRICES_AS_OF,
 } from "../../lib/dev/metering/prices";
+import { DEFAULT_TARGET_UTILIZATION_PERCENT } from "../../lib/infra/constructs/table-capacity";
 import { type ColdPlay, printCold } from "./cost-cold";
 import { peerCountingNote } from "./peers";
 import { fmt, fmtInt, renderTable } from "./stats";
@@ -175,10 +178,14 @@ const meanBatch = (play: LoadedPlay, kind: string) => {
 };
 
 /** US$ of a flow's usage without the Lambda duration line (wall-clock time on the emulator). */
-const withoutDuration = (u: FlowUsage) => {
-  const lines = agentBusDollars(u);
-  return total(lines) - (lines["Lambda duration"] ?? 0);
-};
+const withoutDuration = (u: FlowUsage, lines = agentBusDollars(u)) =>
+  total(lines) - (lines["Lambda duration"] ?? 0);
+
+/**
+ * The utilization at which the loaded column prices provisioned tables: the target auto scaling
+ * keeps by default (lib/infra/constructs/table-capacity.ts).
+ */
+const PROVISIONED_UTILIZATION = DEFAULT_TARGET_UTILIZATION_PERCENT / 100;
 
 /** One flow's row of the loaded table: alone → loaded for what batches change, and the batches. */
 function loadedRow(play: LoadedPlay, alone: FlowUsage): string[] {
@@ -192,7 +199,10 @@ function loadedRow(play: LoadedPlay, alone: FlowUsage): string[] {
     play.flow,
     `${perMillion(dollars(alone))} → ${perMillion(dollars(loaded))}`,
     `${perMillion(withoutDuration(alone))} → ${perMillion(withoutDuration(loaded))}`,
-    ratio(withoutDuration),
+    ratio((u) => withoutDuration(u)),
+    perMillion(
+      withoutDuration(loaded, agentBusProvisionedDollars(loaded, PROVISIONED_UTILIZATION)),
+    ),
     both((u) => u.lambdaRequests),
     both((u) => u.lambdaGbSeconds.arm64 + u.lambdaGbSeconds.x86_64, 2),
     both((u) => u.sqsStandardRequests),
@@ -208,7 +218,8 @@ function printLoaded(out: Out, result: CostResult): void {
     `Loaded: ${fmtInt(inFlight)} flows of one kind started at once, per flow (alone → loaded), and the mean records per invocation of each kind of function (its batch):`,
   );
   const cols = [
-    ...["flow", "$/M flows", "$/M without λ duration", "vs alone", "λ req", "λ GB-s"],
+    ...["flow", "$/M flows", "$/M without λ duration", "vs alone", "provisioned", "λ req"],
+    "λ GB-s",
     ...["SQS std", "SQS FIFO", "WU", ...BATCHED_KINDS.map((k) => `${k} batch`)],
   ];
   const rows = result.loaded.map((play) =>
@@ -225,6 +236,9 @@ function printLoaded(out: Out, result: CostResult): void {
   const seconds = result.loaded.map((p) => `${p.flow} ${fmt(p.seconds, 1)} s`).join(", ");
   out(
     `Played on the local stack (${seconds}): one poller per event source mapping, which receives up to its batch size (at most 10) of what waits, as soon as anything does (no batching window); a group with a batch size of 1 (the model-calling and sending roles) never batches. Lambda duration is each handler's wall-clock time against one emulator process, which slows as more calls wait on it and with the machine's load; AWS's services do not slow at this load, so the loaded play's duration is an upper bound, and the column without it shows what the batches change.`,
+  );
+  out(
+    `Provisioned: the loaded flow without λ duration on tables deployed with \`tablesCapacity: { mode: "provisioned", ... }\`, auto scaling keeping ${DEFAULT_TARGET_UTILIZATION_PERCENT}% of each table's and index's capacity in use under a sustained load of such flows (a unit-hour serves 3,600 units: $${fmt(PRICES.dynamoWriteCapacity.dollars, 5)} a write unit-hour, $${fmt(PRICES.dynamoReadCapacity.dollars, 5)} a read unit-hour); bursts faster than auto scaling follows are throttled and retried, and each table and index holds at least one read and one write unit, $${fmt(minimumCapacityMonth(), 2)} a month whatever the load.`,
   );
   const { standard, fifo } = result.mappings;
   // A month of no flows at all: the mappings' idle polls alone.

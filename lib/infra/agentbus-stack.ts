@@ -52,6 +52,7 @@ import {
 import { OperatorReadAccess } from "./constructs/operator-access";
 import { Relay } from "./constructs/relay";
 import { LeaseSweeper } from "./constructs/sweeper";
+import type { TablesCapacity } from "./constructs/table-capacity";
 import {
   AgentBusTables,
   LIST_INDEX_UPGRADE_STAGES,
@@ -106,6 +107,13 @@ export interface AgentBusStackProps extends StackProps {
    * @default RemovalPolicy.RETAIN
    */
   readonly tablesRemovalPolicy?: RemovalPolicy;
+
+  /**
+   * How the four tables are billed for reads and writes: on demand, or provisioned with auto
+   * scaling, cheaper under a sustained load (lib/infra/constructs/table-capacity.ts).
+   * @default "on-demand"
+   */
+  readonly tablesCapacity?: TablesCapacity;
 
   /**
    * How long each topic's archive keeps events for replay.
@@ -271,6 +279,7 @@ export class AgentBusStack extends Stack {
 
     this.tables = new AgentBusTables(this, "Tables", {
       removalPolicy: props.tablesRemovalPolicy,
+      capacity: props.tablesCapacity,
       listIndexUpgrade: parseListIndexUpgrade(this.node.tryGetContext(LIST_INDEX_UPGRADE_KEY)),
       traceIndexUpgrade: parseTraceIndexUpgrade(this.node.tryGetContext(TRACE_INDEX_UPGRADE_KEY)),
     });

@@ -64,6 +64,11 @@ describe.skipIf(!installed)("cfn-lint over the synthesized templates", () => {
     ["AgentBus", {}, {}],
     ["AgentBus-front-door", FRONT_DOOR_CONTEXT, {}],
     ["AgentBus-subscriber", {}, { topology: topologyWithSubscriber() }],
+    [
+      "AgentBus-provisioned",
+      {},
+      { tablesCapacity: { mode: "provisioned", maxWriteUnits: 200, maxReadUnits: 400 } },
+    ],
   ] as const) {
     it(
       `${name}: no error, and no warning but those acknowledged`,

@@ -69,6 +69,13 @@ describe("cdk-nag AwsSolutions", () => {
     expect(printed(synthesized.findings)).toEqual([]);
   });
 
+  it("with provisioned tables and the front door: no error and no warning left", () => {
+    const provisioned = agentBus({
+      tablesCapacity: { mode: "provisioned", maxWriteUnits: 100, maxReadUnits: 100 },
+    });
+    expect(printed(nagFindings(provisioned, FRONT_DOOR_CONTEXT).findings)).toEqual([]);
+  });
+
   it.each(["localstack-free", "localstack"])(
     "for %s (what cdklocal synthesizes): no error and no warning left",
     (emulator) => {

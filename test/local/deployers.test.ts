@@ -48,6 +48,18 @@ describe("table deployer", () => {
     });
   });
 
+  it("provisions a table that holds provisioned throughput and names no billing mode (CloudFormation's default)", () => {
+    const throughput = { ReadCapacityUnits: 1, WriteCapacityUnits: 1 };
+    const table = input("State", "AWS::DynamoDB::Table", {
+      ...keys,
+      ProvisionedThroughput: throughput,
+    });
+    expect(createTableRequest(table, placement)).toMatchObject({
+      BillingMode: "PROVISIONED",
+      ProvisionedThroughput: throughput,
+    });
+  });
+
   it("turns an enabled TimeToLiveSpecification into its own request, and no other", () => {
     const ttl = (spec: unknown) =>
       timeToLiveRequest(input("T", "AWS::DynamoDB::Table", { TimeToLiveSpecification: spec }), "t");

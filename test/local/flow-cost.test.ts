@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
 import {
   agentBusDollars,
+  agentBusProvisionedDollars,
   contentRunShape,
   FLOW_SHAPES,
   type FlowShape,
   type FlowUsage,
   type MixedFlow,
+  minimumCapacityMonth,
   monthOf,
   peerCosts,
   perConsumedEvent,
@@ -87,6 +89,27 @@ describe("AgentBus's dollars for a flow", () => {
     const expected =
       8 * 0.625e-6 + 4 * 0.125e-6 + 10 * 0.9e-6 + 3e-6 + 5 * 0.2e-6 + 0.0000300001 + 6e-6;
     expect(total(lines)).toBeCloseTo(expected, 15);
+  });
+});
+
+describe("AgentBus's dollars for a flow on provisioned tables", () => {
+  it("prices DynamoDB's units as the share of a unit-hour they use at the utilization, the rest as on demand", () => {
+    const used = usage({ dynamoWriteUnits: 3600, dynamoReadUnits: 7200, sqsFifoRequests: 10 });
+    const full = agentBusProvisionedDollars(used, 1);
+    // 3,600 write units are one write unit held for an hour at 100% use.
+    expect(full["DynamoDB writes"]).toBeCloseTo(0.00065, 12);
+    expect(full["DynamoDB reads"]).toBeCloseTo(2 * 0.00013, 12);
+    expect(full["SQS FIFO"]).toBe(agentBusDollars(used)["SQS FIFO"]);
+    // At 70% use, 1/0.7 of the capacity is held for the same units.
+    expect(agentBusProvisionedDollars(used, 0.7)["DynamoDB writes"]).toBeCloseTo(0.00065 / 0.7, 12);
+    // Cheaper than on demand per unit from about 29% use on: $0.18 against $0.625 a million.
+    expect(full["DynamoDB writes"]).toBeLessThan(agentBusDollars(used)["DynamoDB writes"] ?? 0);
+  });
+
+  it("refuses a utilization outside (0, 1], and costs a table's minimum unit pair a month", () => {
+    expect(() => agentBusProvisionedDollars(usage(), 0)).toThrow(/above 0 and at most 1, not 0/);
+    expect(() => agentBusProvisionedDollars(usage(), 70)).toThrow(/not 70/);
+    expect(minimumCapacityMonth()).toBeCloseTo((0.00065 + 0.00013) * 720, 9);
   });
 });
 

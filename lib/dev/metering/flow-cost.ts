@@ -75,6 +75,34 @@ export function agentBusDollars(u: FlowUsage): Lines {
 export const total = (lines: Lines) => Object.values(lines).reduce((a, b) => a + b, 0);
 
 /**
+ * US$ per line for one flow when the stack's tables are provisioned (`tablesCapacity`) and a
+ * sustained load keeps `utilization` (0..1) of their capacity in use, as auto scaling aims to: a
+ * capacity unit held for an hour serves 3,600 units, of which that share is used. Bursts beyond
+ * what auto scaling follows, and each table's and index's minimum capacity (a monthly cost
+ * whatever the load), are not per flow.
+ */
+export function agentBusProvisionedDollars(u: FlowUsage, utilization: number): Lines {
+  if (!(utilization > 0 && utilization <= 1))
+    throw new Error(`utilization must be above 0 and at most 1, not ${utilization}`);
+  const unitHours = (units: number) => units / SECONDS_PER_HOUR / utilization;
+  return {
+    ...agentBusDollars(u),
+    "DynamoDB writes": dollarsFor(PRICES.dynamoWriteCapacity, unitHours(u.dynamoWriteUnits)),
+    "DynamoDB reads": dollarsFor(PRICES.dynamoReadCapacity, unitHours(u.dynamoReadUnits)),
+  };
+}
+
+const SECONDS_PER_HOUR = 3600;
+
+/** What a table or index held at one read and one write unit costs a month (its minimum). */
+export function minimumCapacityMonth(): number {
+  const hours = SECONDS_PER_MONTH / SECONDS_PER_HOUR;
+  return (
+    dollarsFor(PRICES.dynamoWriteCapacity, hours) + dollarsFor(PRICES.dynamoReadCapacity, hours)
+  );
+}
+
+/**
  * A flow as the peers would run it: its steps, each a Task state (Step Functions), a step
  * (durable functions) or an Activity (Temporal), how many of them run in parallel blocks, and
  * how many child workflows it starts (some of its steps run in them).

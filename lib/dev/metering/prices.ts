@@ -34,6 +34,18 @@ export const PRICES = {
     unit: "read request units (on-demand)",
     source: `${AWS("dynamodb")}on-demand/`,
   },
+  dynamoWriteCapacity: {
+    dollars: 0.00065,
+    per: 1,
+    unit: "write capacity unit-hours (provisioned)",
+    source: `${AWS("dynamodb")}provisioned/`,
+  },
+  dynamoReadCapacity: {
+    dollars: 0.00013,
+    per: 1,
+    unit: "read capacity unit-hours (provisioned)",
+    source: `${AWS("dynamodb")}provisioned/`,
+  },
   sqsStandard: {
     dollars: 0.4,
     per: 1e6,

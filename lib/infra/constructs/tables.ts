@@ -1,7 +1,6 @@
 import { RemovalPolicy } from "aws-cdk-lib";
 import {
   AttributeType,
-  BillingMode,
   ProjectionType,
   StreamViewType,
   Table,
@@ -29,6 +28,13 @@ import {
   StateIndex,
 } from "../../../functions/adapters/dynamodb/tables";
 import { retentionDaysAt } from "../retention";
+import {
+  autoScale,
+  billingProps,
+  indexCapacityProps,
+  resolveCapacity,
+  type TablesCapacity,
+} from "./table-capacity";
 
 export interface AgentBusTablesProps {
   /**
@@ -49,6 +55,11 @@ export interface AgentBusTablesProps {
    * @default - no upgrade: the events and inbox tables have the current indexes only
    */
   readonly traceIndexUpgrade?: TraceIndexUpgrade;
+  /**
+   * How the tables are billed for reads and writes (./table-capacity).
+   * @default "on-demand"
+   */
+  readonly capacity?: TablesCapacity;
 }
 
 /** A stage of the trace-index upgrade (traceIndexLayouts). */
@@ -294,8 +305,9 @@ export class AgentBusTables extends Construct {
 
   constructor(scope: Construct, id: string, props: AgentBusTablesProps = {}) {
     super(scope, id);
+    const capacity = resolveCapacity(props.capacity);
     const common: Omit<TableProps, "partitionKey"> = {
-      billingMode: BillingMode.PAY_PER_REQUEST,
+      ...billingProps(capacity),
       pointInTimeRecoverySpecification: {
         pointInTimeRecoveryEnabled: true,
         recoveryPeriodInDays: retentionDaysAt(this, "backups"),
@@ -305,7 +317,13 @@ export class AgentBusTables extends Construct {
     };
     // Keys, indexes, stream and TTL come from the adapters' layout: one declaration of each.
     const stateIndexes = stateIndexLayouts(props.listIndexUpgrade);
-    this.state = tableOf(this, "State", { ...TABLES.state, indexes: stateIndexes }, common);
+    this.state = tableOf(
+      this,
+      "State",
+      { ...TABLES.state, indexes: stateIndexes },
+      common,
+      capacity,
+    );
     this.stateListIndexes = stateListIndexNames(props.listIndexUpgrade);
     const stage = props.traceIndexUpgrade;
     this.eventsIndexes = traceIndexLayouts("events", stage);
@@ -314,11 +332,33 @@ export class AgentBusTables extends Construct {
       "Events",
       { ...TABLES.events, indexes: this.eventsIndexes },
       common,
+      capacity,
     );
     const inboxIndexes = traceIndexLayouts("inbox", stage);
-    this.inbox = tableOf(this, "Inbox", { ...TABLES.inbox, indexes: inboxIndexes }, common);
+    this.inbox = tableOf(
+      this,
+      "Inbox",
+      { ...TABLES.inbox, indexes: inboxIndexes },
+      common,
+      capacity,
+    );
     this.traceIndexes = traceIndexNames(stage);
-    this.sideEffects = tableOf(this, "SideEffects", TABLES.sideEffects, common);
+    this.sideEffects = tableOf(this, "SideEffects", TABLES.sideEffects, common, capacity);
+    const scaled = (id: string, table: Table, indexes: readonly IndexLayout[] = []) => ({
+      id,
+      table,
+      indexNames: indexes.map((index) => index.name),
+    });
+    autoScale(
+      this,
+      [
+        scaled("State", this.state, stateIndexes),
+        scaled("Events", this.events, this.eventsIndexes),
+        scaled("Inbox", this.inbox, inboxIndexes),
+        scaled("SideEffects", this.sideEffects, TABLES.sideEffects.indexes),
+      ],
+      capacity,
+    );
   }
 
   /**
@@ -419,6 +459,7 @@ function tableOf(
   id: string,
   layout: TableLayout,
   common: Omit<TableProps, "partitionKey">,
+  capacity: ReturnType<typeof resolveCapacity>,
 ): Table {
   const table = new Table(scope, id, {
     ...common,
@@ -442,6 +483,7 @@ function tableOf(
       partitionKey: keyOf(index.partitionKey),
       ...(index.sortKey ? { sortKey: keyOf(index.sortKey) } : {}),
       ...projection,
+      ...indexCapacityProps(capacity),
     });
   }
   return table;

@@ -19,7 +19,11 @@ export function createTableRequest(
     TableName: (props.TableName as string | undefined) ?? generatedName(placement, logicalId, 255),
     KeySchema: props.KeySchema,
     AttributeDefinitions: props.AttributeDefinitions,
-    BillingMode: (props.BillingMode as string | undefined) ?? "PAY_PER_REQUEST",
+    // CloudFormation's default is PROVISIONED, which a table with ProvisionedThroughput is.
+    BillingMode:
+      (props.BillingMode as string | undefined) ??
+      (props.ProvisionedThroughput ? "PROVISIONED" : "PAY_PER_REQUEST"),
+    ProvisionedThroughput: props.ProvisionedThroughput,
     GlobalSecondaryIndexes: props.GlobalSecondaryIndexes,
     StreamSpecification: stream
       ? { StreamEnabled: true, StreamViewType: stream.StreamViewType }
