@@ -135,7 +135,6 @@ function printSideBySide(out: Out, flows: readonly MixedFlow[]): void {
 function printWriteBudget(out: Out, flows: readonly MixedFlow[]): void {
   const budgets = flows.map(({ shape, usage }) => ({
     flow: shape.flow,
-    all: total(agentBusDollars(usage)),
     ...writeBudget(shape, usage),
   }));
   const peer = budgets[0]?.peer ?? "Lambda durable functions";
@@ -144,7 +143,7 @@ function printWriteBudget(out: Out, flows: readonly MixedFlow[]): void {
   );
   const rows = budgets.map((b) => [
     b.flow,
-    perMillion(b.all),
+    perMillion(b.dollars),
     perMillion(b.peerDollars),
     perMillion(b.otherDollars),
     fmt(b.writeUnits, 1),

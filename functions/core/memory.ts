@@ -2,7 +2,7 @@ import type { AggregateRef, Envelope } from "../../schemas";
 import { type Mutable, storedStreamHead } from "./commit";
 import { DuplicateCommitError, PermanentError, VersionConflictError } from "./errors";
 import { deepFreeze } from "./freeze";
-import { mayHaveSpilled } from "./gate-records";
+import { checkpointOn, mayHaveSpilled } from "./gate-records";
 import { listingAfter } from "./listing";
 import type { Vault } from "./personal-data/vault";
 import type {
@@ -126,14 +126,13 @@ export class InMemoryEventStore
     const { checkpoint: asked } = request;
     let checkpoint = 0;
     if (asked?.row) checkpoint = this.checkpoints.get(`${asked.group}#${key(asked.stream)}`) ?? 0;
-    else if (asked && state?.gate)
-      checkpoint = state.gate.checkpoints[this.keys.of(asked.stream)] ?? 0;
+    else if (asked) checkpoint = checkpointOn(state?.gate, asked.stream);
     return { inboxHit: live, checkpoint, state };
   }
 
   /** The version of `stream` last applied to the aggregate `holder` (0 when none). */
   checkpointOf(holder: AggregateRef, stream: AggregateRef): number {
-    return this.states.get(key(holder))?.gate?.checkpoints[key(stream)] ?? 0;
+    return checkpointOn(this.states.get(key(holder))?.gate, stream);
   }
 
   async readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]> {

@@ -205,6 +205,7 @@ describe("the write budget against a durable function", () => {
     const budget = writeBudget(turn, used);
     const rest = 10 * 0.5e-6 + 17 * 0.2e-6;
     expect(budget.otherDollars).toBeCloseTo(rest, 15);
+    expect(budget.dollars).toBeCloseTo(rest + 54 * 0.625e-6, 15);
     expect(budget.peerDollars).toBeCloseTo(durable(turn, used), 15);
     expect(budget.writeUnits).toBe(54);
     expect(budget.writeUnitsAtPeer).toBeCloseTo((durable(turn, used) - rest) / 0.625e-6, 6);

@@ -1,6 +1,5 @@
 import {
   type AttributeValue,
-  CreateTableCommand,
   DeleteTableCommand,
   DynamoDBClient,
   GetItemCommand,
@@ -8,7 +7,6 @@ import {
   TransactionCanceledException,
   type TransactWriteItem,
   TransactWriteItemsCommand,
-  waitUntilTableExists,
 } from "@aws-sdk/client-dynamodb";
 import {
   DescribeStreamCommand,
@@ -28,6 +26,7 @@ import {
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emulator } from "../support/aws";
+import { createStreamTable } from "../support/tables";
 
 /**
  * The emulator the local stack runs on (lib/dev/local/moto_launcher.py) keeps DynamoDB transactions
@@ -99,20 +98,7 @@ describe("the local emulator's DynamoDB transactions", () => {
   });
 
   beforeAll(async () => {
-    const created = await dynamodb.send(
-      new CreateTableCommand({
-        TableName: table,
-        BillingMode: "PAY_PER_REQUEST",
-        KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
-        AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
-        StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_IMAGE" },
-      }),
-    );
-    await waitUntilTableExists(
-      { client: dynamodb, maxWaitTime: 30, minDelay: 1 },
-      { TableName: table },
-    );
-    streamArn = created.TableDescription?.LatestStreamArn ?? "";
+    streamArn = await createStreamTable(dynamodb, table);
     const description = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
     shardId = description.StreamDescription?.Shards?.[0]?.ShardId ?? "";
   });

@@ -2,13 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  CreateTableCommand,
-  DeleteTableCommand,
-  DynamoDBClient,
-  PutItemCommand,
-  waitUntilTableExists,
-} from "@aws-sdk/client-dynamodb";
+import { DeleteTableCommand, DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import {
   CreateQueueCommand,
@@ -29,6 +23,7 @@ import type {
 import { LocalRuntime, type RuntimeEvent } from "../../lib/dev/local/runtime";
 import { sdkFunctionClients } from "../../lib/dev/local/runtime/handlers";
 import { emulator } from "../support/aws";
+import { createStreamTable } from "../support/tables";
 
 /**
  * The local runtime's pollers report a failed call and carry on: one failed GetRecords or
@@ -87,18 +82,9 @@ describe("the local runtime after a failed call", () => {
   /** A table with a stream, the put of an item keyed `pk`, and its removal. */
   const streamTable = async () => {
     const table = `runtime-${ulid().toLowerCase()}`;
-    const created = await dynamodb.send(
-      new CreateTableCommand({
-        TableName: table,
-        BillingMode: "PAY_PER_REQUEST",
-        KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
-        AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
-        StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_IMAGE" },
-      }),
-    );
-    await waitUntilTableExists({ client: dynamodb, maxWaitTime: 30 }, { TableName: table });
+    const streamArn = await createStreamTable(dynamodb, table);
     return {
-      streamArn: created.TableDescription?.LatestStreamArn ?? "",
+      streamArn,
       put: (pk: string) =>
         dynamodb.send(new PutItemCommand({ TableName: table, Item: { pk: { S: pk } } })),
       remove: () =>

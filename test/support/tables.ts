@@ -52,6 +52,24 @@ export async function createTables(client: DynamoDBClient, prefix: string): Prom
   return names;
 }
 
+/**
+ * A table keyed by `pk` alone with a NEW_IMAGE stream, named `name`, created and ready: what a
+ * test of stream reading writes to. Returns its stream's ARN.
+ */
+export async function createStreamTable(client: DynamoDBClient, name: string): Promise<string> {
+  const created = await client.send(
+    new CreateTableCommand({
+      TableName: name,
+      BillingMode: "PAY_PER_REQUEST",
+      KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
+      AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
+      StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_IMAGE" },
+    }),
+  );
+  await waitUntilTableExists({ client, maxWaitTime: 30, minDelay: 1 }, { TableName: name });
+  return created.TableDescription?.LatestStreamArn ?? "";
+}
+
 export async function deleteTables(client: DynamoDBClient, names: TableNames): Promise<void> {
   for (const name of Object.values(names)) {
     await client.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined);

@@ -8,7 +8,7 @@ import {
 } from "../../../schemas";
 import { sleep } from "../../core/batching";
 import { PermanentError } from "../../core/errors";
-import { mayHaveSpilled } from "../../core/gate-records";
+import { checkpointOn, mayHaveSpilled } from "../../core/gate-records";
 import type { Vault } from "../../core/personal-data/vault";
 import type {
   Clock,
@@ -169,7 +169,7 @@ export class DynamoConsumerStore implements EventStore {
       | undefined;
     const onState =
       request.checkpoint && !request.checkpoint.row
-        ? (state?.gate?.checkpoints[streamKey(request.checkpoint.stream)] ?? 0)
+        ? checkpointOn(state?.gate, request.checkpoint.stream)
         : 0;
     return {
       inboxHit: recentLive || (inboxRow !== undefined && inboxRowLive(inboxRow, now)),

@@ -1,6 +1,7 @@
 import { A2A_CONTENT_TYPE, StreamResponse, TaskState } from "@a2a-js/sdk";
 import { type Envelope, EnvelopeBase } from "../../../schemas";
 import { describe } from "../../core/errors";
+import { checkpointOn } from "../../core/gate-records";
 import type { Clock, EventStore } from "../../core/ports";
 import type { OrchestratorState } from "../../roles/orchestrator/state";
 import { DAG_RUN } from "../api";
@@ -243,10 +244,9 @@ async function runStateAfter(
 ): Promise<OrchestratorState | undefined> {
   const until = ports.clock.now().getTime() + settings.applyWaitMs;
   const ownStream = event.aggregate.type === DAG_RUN && event.aggregate.id === runId;
-  const stream = `${event.aggregate.type}#${event.aggregate.id}`;
   for (;;) {
     const loaded = await ports.store.load({ state: { type: DAG_RUN, id: runId } });
-    const applied = (loaded.state?.gate?.checkpoints[stream] ?? 0) >= event.aggregate.version;
+    const applied = checkpointOn(loaded.state?.gate, event.aggregate) >= event.aggregate.version;
     if (ownStream || applied || ports.clock.now().getTime() >= until)
       return loaded.state?.data as OrchestratorState | undefined;
     await ports.sleep(settings.pollMs);

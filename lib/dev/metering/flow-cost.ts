@@ -274,6 +274,8 @@ export function peerCosts(shape: FlowShape, usage: FlowUsage): PeerCount[] {
 export interface WriteBudget {
   readonly peer: System;
   readonly peerDollars: number;
+  /** AgentBus's dollars for the flow. */
+  readonly dollars: number;
   /** AgentBus's dollars for the flow, its DynamoDB writes left out. */
   readonly otherDollars: number;
   readonly writeUnits: number;
@@ -288,11 +290,13 @@ export function writeBudget(
   const peerDollars = peerCosts(shape, usage).find((p) => p.peer === peer)?.dollars;
   if (peerDollars === undefined) throw new Error(`no price for ${peer}`);
   const lines = agentBusDollars(usage);
-  const otherDollars = total(lines) - (lines["DynamoDB writes"] ?? 0);
+  const dollars = total(lines);
+  const otherDollars = dollars - (lines["DynamoDB writes"] ?? 0);
   const perUnit = dollarsFor(PRICES.dynamoWrite, 1);
   return {
     peer,
     peerDollars,
+    dollars,
     otherDollars,
     writeUnits: usage.dynamoWriteUnits,
     writeUnitsAtPeer: Math.max(0, (peerDollars - otherDollars) / perUnit),
