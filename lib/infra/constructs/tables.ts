@@ -316,37 +316,20 @@ export class AgentBusTables extends Construct {
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     };
     // Keys, indexes, stream and TTL come from the adapters' layout: one declaration of each.
+    const table = (id: string, layout: TableLayout) => tableOf(this, id, layout, common, capacity);
     const stateIndexes = stateIndexLayouts(props.listIndexUpgrade);
-    this.state = tableOf(
-      this,
-      "State",
-      { ...TABLES.state, indexes: stateIndexes },
-      common,
-      capacity,
-    );
+    this.state = table("State", { ...TABLES.state, indexes: stateIndexes });
     this.stateListIndexes = stateListIndexNames(props.listIndexUpgrade);
     const stage = props.traceIndexUpgrade;
     this.eventsIndexes = traceIndexLayouts("events", stage);
-    this.events = tableOf(
-      this,
-      "Events",
-      { ...TABLES.events, indexes: this.eventsIndexes },
-      common,
-      capacity,
-    );
+    this.events = table("Events", { ...TABLES.events, indexes: this.eventsIndexes });
     const inboxIndexes = traceIndexLayouts("inbox", stage);
-    this.inbox = tableOf(
-      this,
-      "Inbox",
-      { ...TABLES.inbox, indexes: inboxIndexes },
-      common,
-      capacity,
-    );
+    this.inbox = table("Inbox", { ...TABLES.inbox, indexes: inboxIndexes });
     this.traceIndexes = traceIndexNames(stage);
-    this.sideEffects = tableOf(this, "SideEffects", TABLES.sideEffects, common, capacity);
-    const scaled = (id: string, table: Table, indexes: readonly IndexLayout[] = []) => ({
+    this.sideEffects = table("SideEffects", TABLES.sideEffects);
+    const scaled = (id: string, of: Table, indexes: readonly IndexLayout[] = []) => ({
       id,
-      table,
+      table: of,
       indexNames: indexes.map((index) => index.name),
     });
     autoScale(
