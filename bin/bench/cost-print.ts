@@ -198,7 +198,7 @@ function loadedRow(play: LoadedPlay, alone: FlowUsage): string[] {
     play.flow,
     `${perMillion(dollars(alone))} → ${perMillion(dollars(loaded))}`,
     `${perMillion(withoutDuration(alone))} → ${perMillion(withoutDuration(loaded))}`,
-    ratio((u) => withoutDuration(u)),
+    ratio(withoutDuration),
     perMillion(
       withoutDuration(loaded, agentBusProvisionedDollars(loaded, PROVISIONED_UTILIZATION)),
     ),
