@@ -277,12 +277,7 @@ export class AgentBusStack extends Stack {
     this.emulator = parseEmulator(props.emulator ?? this.node.tryGetContext(EMULATOR_CONTEXT_KEY));
     this.capabilities = capabilitiesOf(this.emulator);
 
-    this.tables = new AgentBusTables(this, "Tables", {
-      removalPolicy: props.tablesRemovalPolicy,
-      capacity: props.tablesCapacity,
-      listIndexUpgrade: parseListIndexUpgrade(this.node.tryGetContext(LIST_INDEX_UPGRADE_KEY)),
-      traceIndexUpgrade: parseTraceIndexUpgrade(this.node.tryGetContext(TRACE_INDEX_UPGRADE_KEY)),
-    });
+    this.tables = this.createTables(props);
 
     if (this.capabilities.schemaRegistry && schemaRegistryWanted(this))
       this.eventSchemas = new NestedStack(this, "EventSchemas", {
@@ -329,6 +324,19 @@ export class AgentBusStack extends Stack {
       });
     }
     addStackOutputs(this);
+  }
+
+  /**
+   * The four tables, billed as `tablesCapacity` says, with the indexes of the upgrade stages the
+   * context names.
+   */
+  private createTables(props: AgentBusStackProps): AgentBusTables {
+    return new AgentBusTables(this, "Tables", {
+      removalPolicy: props.tablesRemovalPolicy,
+      capacity: props.tablesCapacity,
+      listIndexUpgrade: parseListIndexUpgrade(this.node.tryGetContext(LIST_INDEX_UPGRADE_KEY)),
+      traceIndexUpgrade: parseTraceIndexUpgrade(this.node.tryGetContext(TRACE_INDEX_UPGRADE_KEY)),
+    });
   }
 
   /** A topic per topic of the topology, its schema registry in the nested stack when there is one. */
