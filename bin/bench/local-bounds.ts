@@ -1,9 +1,4 @@
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  PutItemCommand,
-  TransactWriteItemsCommand,
-} from "@aws-sdk/client-dynamodb";
+import { PutItemCommand, TransactWriteItemsCommand } from "@aws-sdk/client-dynamodb";
 import {
   DescribeStreamCommand,
   DynamoDBStreamsClient,
@@ -26,6 +21,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { type AwsClients, emulatorClients } from "../../lib/dev/local/deploy";
+import { createStreamTable } from "../../test/support/tables";
 import { percentiles } from "./local-probe";
 
 /**
@@ -63,7 +59,8 @@ export async function measureBounds(endpoint: string, samples: number): Promise<
     const queue = await createQueue(clients, `bench-bound-${tag}.fifo`, true);
     const target = await createQueue(clients, `bench-bound-${tag}`, false);
     const bus = await ruleToQueue(clients, `bench-bound-${tag}`, target);
-    const table = await streamedTable(clients, `bench-bound-${tag}`);
+    const name = `bench-bound-${tag}`;
+    const table = { name, streamArn: await createStreamTable(clients.dynamodb, name) };
     const fifo: number[] = [];
     const send: number[] = [];
     const sendToReceive: number[] = [];
@@ -190,20 +187,6 @@ async function parkedReceive(
     );
   if (Messages.length === 0) throw new Error(`no message arrived on ${url} within 30 s`);
   return [woke, acted];
-}
-
-async function streamedTable(clients: AwsClients, name: string) {
-  await clients.dynamodb.send(
-    new CreateTableCommand({
-      TableName: name,
-      BillingMode: "PAY_PER_REQUEST",
-      AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
-      KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
-      StreamSpecification: { StreamEnabled: true, StreamViewType: "NEW_IMAGE" },
-    }),
-  );
-  const { Table } = await clients.dynamodb.send(new DescribeTableCommand({ TableName: name }));
-  return { name, streamArn: Table?.LatestStreamArn ?? "" };
 }
 
 async function putUntilStreamed(
