@@ -77,6 +77,12 @@ export interface HeartbeatSpec extends Omit<EmitSpec, "requiredVersion"> {
    * (e.g. `node.started`). Later beats publish this spec.
    */
   readonly first?: Omit<HeartbeatSpec, "first">;
+  /**
+   * How long each beat keeps the work alive where it is reported (the lease it renews, e.g. a
+   * `node.heartbeat`'s `lease_seconds`): the consumer sends the next beat once half of it has
+   * passed since the last one went out. Absent, a beat goes at every tick of the heartbeat.
+   */
+  readonly leaseSeconds?: number;
 }
 
 /** What an emitted message takes over from the message that caused it. */

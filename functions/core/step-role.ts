@@ -528,6 +528,8 @@ export function nodeHeartbeat(
     aggregate,
     orderKey: run_id,
     runId,
+    // A beat renews the node's lease: the next goes once half of it has passed.
+    leaseSeconds: lease_seconds,
     first: { type: "node.started", payload: ack, aggregate, orderKey: run_id, runId },
   };
 }

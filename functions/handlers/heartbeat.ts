@@ -40,9 +40,14 @@ export type WithHeartbeat = <T>(
  * at once (`deliveryOf`: straight to the queues of the groups that take it, and to the events bus
  * when a group fed by the bus takes it): the acknowledgement that the work has started (seed 001 §2: the
  * orchestrator's lease of the node runs from here, not from when the request was queued; a
- * content agent acknowledges with `node.started`). Then every that many seconds the
- * message visibility is set to `VISIBILITY_TIMEOUT_SECONDS` again and the heartbeat is sent
- * again. A heartbeat that fails is logged and never fails the record; the timer stops when the
+ * content agent acknowledges with `node.started`). Then every that many seconds the message
+ * visibility is set to `VISIBILITY_TIMEOUT_SECONDS` again (the handler cannot tell how long ago
+ * the poller received the message, so it does not wait for half of it), and the role's heartbeat
+ * is sent again once half of its `leaseSeconds` has passed since the last one went out, as a
+ * lease is renewed at half its term (`renewalDue`; the acknowledgement counts; a heartbeat without
+ * `leaseSeconds` goes at every tick). Each beat is a delivery the orchestrator receives and
+ * handles, so a beat per tick would cost a long model call one every 20 s. A beat that fails is
+ * logged, never fails the record, and is tried again at the next tick; the timer stops when the
  * record is settled.
  */
 export function heartbeatFor<S>(role: Role<S>, wiring: HeartbeatWiring): WithHeartbeat {
@@ -50,12 +55,16 @@ export function heartbeatFor<S>(role: Role<S>, wiring: HeartbeatWiring): WithHea
   if (!(env.HEARTBEAT_SECONDS > 0)) return (_record, _raw, work) => work();
   const beat = beater(role, wiring);
   return async (record, raw, work) => {
-    let beating: Promise<void> | undefined = beat(record, raw, { extend: false }).finally(() => {
-      beating = undefined;
-    });
+    // The lease counts as renewed once the acknowledgement went out: until then every tick tries.
+    const lastBeat: LastBeat = { at: Number.NEGATIVE_INFINITY };
+    let beating: Promise<void> | undefined = beat(record, raw, lastBeat, { first: true }).finally(
+      () => {
+        beating = undefined;
+      },
+    );
     const timer = setInterval(() => {
       if (beating) return;
-      beating = beat(record, raw, { extend: true }).finally(() => {
+      beating = beat(record, raw, lastBeat, { first: false }).finally(() => {
         beating = undefined;
       });
     }, env.HEARTBEAT_SECONDS * 1000);
@@ -68,16 +77,55 @@ export function heartbeatFor<S>(role: Role<S>, wiring: HeartbeatWiring): WithHea
   };
 }
 
+/** When a record's heartbeat last went out (performance.now()). */
+interface LastBeat {
+  at: number;
+}
+
 /**
- * One beat: extend the record's visibility (unless `extend` is false: the record was just
- * received) and deliver the role's heartbeat (`deliveryOf`); never throws.
+ * Whether a renewal made at `renewedAt` that bought `termSeconds` is due again at `now` (ms):
+ * once half of the term has passed. No term: at every tick.
+ */
+export function renewalDue(now: number, renewedAt: number, termSeconds: number | undefined) {
+  return termSeconds === undefined || now - renewedAt >= termSeconds * 500;
+}
+
+/**
+ * When a record's heartbeat renews a term of `termSeconds` while a piece of work of `workSeconds`
+ * runs, in seconds from its start: the timer ticks every `tickSeconds` and renews as
+ * `heartbeatFor` does (each renewal going out). What the bench prices long model calls' beats with.
+ */
+export function renewalTimes(
+  workSeconds: number,
+  tickSeconds: number,
+  termSeconds: number | undefined,
+): number[] {
+  const times: number[] = [];
+  let renewedAt = 0;
+  for (let at = tickSeconds; at < workSeconds; at += tickSeconds) {
+    if (!renewalDue(at * 1000, renewedAt * 1000, termSeconds)) continue;
+    renewedAt = at;
+    times.push(at);
+  }
+  return times;
+}
+
+/**
+ * One tick: extend the record's visibility (not on the `first` tick: the record was just
+ * received) and deliver the role's heartbeat (`deliveryOf`) when it is due (always on the first);
+ * never throws.
  */
 function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
   const { env, sqs, deps } = wiring;
   const { logger, metrics } = wiring.observability;
   const deliver = role.heartbeat ? deliveryOf(wiring) : undefined;
-  return async (record: SQSRecord, raw: unknown, { extend }: { extend: boolean }) => {
-    if (extend)
+  return async (
+    record: SQSRecord,
+    raw: unknown,
+    lastBeat: LastBeat,
+    { first }: { first: boolean },
+  ) => {
+    if (!first)
       await extendVisibility(
         sqs,
         env.QUEUE_URL,
@@ -92,15 +140,18 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
       // The beats report on this processing attempt of the record: its receive count.
       const attempt = receiveCountOf(record);
       const beat = parsed.ok ? role.heartbeat(parsed.envelope, attempt) : undefined;
-      const spec = extend ? beat : (beat?.first ?? beat);
+      const spec = first ? (beat?.first ?? beat) : beat;
       if (!parsed.ok || !spec) return;
+      if (!first && !renewalDue(performance.now(), lastBeat.at, spec.leaseSeconds)) return;
       const envelope = buildHeartbeat(spec, parsed.envelope, role.group, deps, attempt);
       const topic = deps.registry.get(envelope.event_type, envelope.schema_version)?.topic;
       if (topic !== "events") {
         logger.warn("heartbeat: not on the events topic", { event_type: envelope.event_type });
         return;
       }
-      if (await deliver(envelope)) metrics.addMetric("Heartbeat", MetricUnit.Count, 1);
+      if (!(await deliver(envelope))) return;
+      lastBeat.at = performance.now();
+      metrics.addMetric("Heartbeat", MetricUnit.Count, 1);
     } catch (e) {
       logger.warn("heartbeat: could not publish", { error: describe(e) });
     }

@@ -140,8 +140,9 @@ export interface AgentBusStackProps extends StackProps {
   readonly emulator?: Emulator;
 
   /**
-   * How often the content agents' consumers heartbeat during a record (visibility extension and
-   * `node.heartbeat`); `Duration.seconds(0)` turns it off.
+   * How often the content agents' consumers' heartbeat ticks during a record: each tick extends
+   * the message's visibility, and sends `node.heartbeat` once half of the agent's lease has passed
+   * since the last beat (functions/handlers/heartbeat.ts); `Duration.seconds(0)` turns it off.
    * @default Duration.seconds(20)
    */
   readonly agentHeartbeat?: Duration;

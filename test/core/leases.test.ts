@@ -404,6 +404,8 @@ describe("content agents' heartbeat", () => {
       aggregate: { type: "dag_run", id: t.runId },
       orderKey: t.runId,
       runId,
+      // Each beat renews the 240 s lease: the consumer sends the next one after 120 s.
+      leaseSeconds: 240,
       first: {
         type: "node.started",
         payload: {
@@ -428,5 +430,6 @@ describe("content agents' heartbeat", () => {
       leaseSeconds: 10_000,
     });
     expect(long.heartbeat?.(request, 1)?.payload).toMatchObject({ lease_seconds: 3600 });
+    expect(long.heartbeat?.(request, 1)?.leaseSeconds).toBe(3600);
   });
 });

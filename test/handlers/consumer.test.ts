@@ -566,8 +566,11 @@ function fakeEventBridge(fail = false) {
   return { client, puts };
 }
 
-/** The task projection's subscriptions, but a decision that takes `ms` and a heartbeat. */
-function slowRole(ms: number): Role<unknown> & { decided: number } {
+/**
+ * The task projection's subscriptions, but a decision that takes `ms` and a heartbeat (renewing a
+ * lease of `leaseSeconds` when given, else sent at every tick).
+ */
+function slowRole(ms: number, leaseSeconds?: number): Role<unknown> & { decided: number } {
   const role = {
     group: taskProjection.group,
     subscriptions: taskProjection.subscriptions,
@@ -583,6 +586,7 @@ function slowRole(ms: number): Role<unknown> & { decided: number } {
         payload: { run_id: "run_beat1", node_id: "writing", generation: 2, lease_seconds: 120 },
         aggregate: { type: "dag_run", id: "run_beat1" },
         orderKey: event.order_key,
+        ...(leaseSeconds === undefined ? {} : { leaseSeconds }),
       };
     },
   };
@@ -606,7 +610,7 @@ describe("heartbeat", () => {
     return { url, envelope, record: sqsRecordFromMessage(message, url) };
   }
 
-  it("a slow decision is acknowledged at once, then gets its message visibility extended and its heartbeat published, until it is done", async () => {
+  it("a slow decision is acknowledged at once, then gets its message visibility extended and its heartbeat (one without a lease) published at every tick, until it is done", async () => {
     const { url, envelope, record } = await received("hc-beat");
     const { client, visibility } = spiedSqs();
     const bus = fakeEventBridge();
@@ -657,6 +661,41 @@ describe("heartbeat", () => {
     expect(bus.puts.length).toBe(after + 1);
     client.destroy();
     bus.client.destroy();
+  });
+
+  it("a heartbeat that renews a lease goes again only once half of the lease has passed; the visibility is still extended at every tick", async () => {
+    const cases = [
+      // A 1 s lease: renewed at the first tick past 0.5 s after the acknowledgement.
+      { leaseSeconds: 1, least: 1, most: 2 },
+      // A 120 s lease: nothing but the acknowledgement within 1.1 s.
+      { leaseSeconds: 120, least: 0, most: 0 },
+    ];
+    for (const [index, { leaseSeconds, least, most }] of cases.entries()) {
+      const { url, record } = await received(`hc-lease${index}`);
+      const { client, visibility } = spiedSqs();
+      const bus = fakeEventBridge();
+      const handler = createConsumerHandler(slowRole(1_100, leaseSeconds), {
+        dynamodb: fromSdk(dynamodb),
+        sqs: fromSdk(client),
+        eventbridge: fromSdk(bus.client),
+        env: consumerEnv({
+          QUEUE_URL: url,
+          HEARTBEAT_SECONDS: "0.3",
+          VISIBILITY_TIMEOUT_SECONDS: "45",
+          EVENTS_BUS_NAME: "agentbus-test-events",
+        }),
+      });
+      expect((await handler(sqsEvent([record]))).batchItemFailures).toEqual([]);
+      expect(visibility.length).toBeGreaterThanOrEqual(2);
+      const beats = bus.puts.length - 1;
+      expect({ leaseSeconds, atLeast: beats >= least, atMost: beats <= most }).toEqual({
+        leaseSeconds,
+        atLeast: true,
+        atMost: true,
+      });
+      client.destroy();
+      bus.client.destroy();
+    }
   });
 
   it("a record handed out for the third time (ApproximateReceiveCount 3) emits and beats with attempt 3", async () => {
@@ -799,11 +838,12 @@ describe("heartbeat", () => {
     expect((JSON.parse(kept?.Body ?? "{}") as Envelope).event_type).toBe("node.heartbeat");
   });
 
-  it("a failing heartbeat is logged and never fails the record; no heartbeat without HEARTBEAT_SECONDS", async () => {
+  it("a failing heartbeat is logged, never fails the record and is tried again at the next tick; no heartbeat without HEARTBEAT_SECONDS", async () => {
     const failing = await received("hc-beat-fail");
     const { client, visibility } = spiedSqs();
     const bus = fakeEventBridge(true);
-    const handler = createConsumerHandler(slowRole(800), {
+    // A 120 s lease: delivered, the acknowledgement would be the only beat within 0.8 s.
+    const handler = createConsumerHandler(slowRole(800, 120), {
       dynamodb: fromSdk(dynamodb),
       sqs: fromSdk(client),
       eventbridge: fromSdk(bus.client),
@@ -815,7 +855,8 @@ describe("heartbeat", () => {
       }),
     });
     expect((await handler(sqsEvent([failing.record]))).batchItemFailures).toEqual([]);
-    expect(bus.puts.length).toBeGreaterThan(0);
+    // The acknowledgement, then a beat at each tick (about 0.2, 0.4 and 0.6 s) while none went out.
+    expect(bus.puts.length).toBeGreaterThanOrEqual(3);
 
     const quiet = await received("hc-beat-off");
     const before = visibility.length;
