@@ -10,6 +10,7 @@ import {
   stopDeliverySection,
 } from "./bench/delivery";
 import { type DynamoResult, type Measured, runDynamoSection } from "./bench/dynamo";
+import { type HeartbeatsResult, heartbeatsSummary, runHeartbeatsSection } from "./bench/heartbeats";
 import { type ListsResult, listsSummary, runListsSection } from "./bench/lists";
 import {
   type LocalResult,
@@ -57,7 +58,8 @@ import {
  * `npm run bench -- cost` section 6, `npm run bench -- delivery` section 7, `npm run bench -- lists`
  * section 8, `npm run bench -- long-run` section 9; `npm run bench -- writes` (alone only) lists
  * section 6's flows' DynamoDB writes one by one, grouped, with their write units, then the write
- * units of one conversation's turns as it grows past the turns it keeps.
+ * units of one conversation's turns as it grows past the turns it keeps; `npm run bench --
+ * heartbeats` (alone only) prices one agent heartbeat and the beats long model calls send.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 
@@ -152,6 +154,7 @@ const SOLO = {
   roles: async () => rolesSummary(await runRoles(await runDynamo())),
   cost: async () => costSummary(await runCost()),
   writes: async () => writesSummary(await runWrites()),
+  heartbeats: async () => heartbeatsSummary(await runHeartbeats()),
   delivery: async () => deliverySummary(await runDelivery()),
   lists: async () => listsSummary(await runLists()),
   "long-run": async () => longRunSummary(await runLongRun()),
@@ -246,6 +249,15 @@ async function runWrites(): Promise<WritesResult> {
   const writes = await runWritesSection(out);
   out(`took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
   return writes;
+}
+
+/** Beside section 6, run alone only: what an agent's heartbeats cost during long model calls. */
+async function runHeartbeats(): Promise<HeartbeatsResult> {
+  heading("Heartbeats during long model calls: one beat's price, and the beats a call sends");
+  const mark = performance.now();
+  const heartbeats = await runHeartbeatsSection(out);
+  out(`took ${fmt((performance.now() - mark) / 1000, 1)} s (moto starts included)`);
+  return heartbeats;
 }
 
 async function runDelivery(): Promise<DeliveryResult> {
