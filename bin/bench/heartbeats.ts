@@ -1,9 +1,15 @@
 import { DEFAULT_LEASE_SECONDS } from "../../functions/core/agent-run-model";
+import { HEARTBEAT_TARGETS_ENV } from "../../functions/core/heartbeat-routes";
 import { renewalTimes } from "../../functions/handlers/heartbeat";
 import { DEFAULT_LEASE_SECONDS as STARTED_LEASE_SECONDS } from "../../functions/roles/orchestrator/orchestrator";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import type { RuntimeEvent } from "../../lib/dev/local/runtime";
-import { agentBusDollars, type FlowUsage, total } from "../../lib/dev/metering/flow-cost";
+import {
+  agentBusDollars,
+  type FlowUsage,
+  total,
+  zeroUsage,
+} from "../../lib/dev/metering/flow-cost";
 import { DEFAULT_AGENT_HEARTBEAT } from "../../lib/infra/agentbus-stack";
 import { referenceLocalModel } from "../../test/support/reference";
 import { countInvocation, meanOf, metersOf, noInvocations, unbilledScopes, usageOf } from "./cost";
@@ -22,7 +28,10 @@ import { fmt, renderTable } from "./stats";
  * every tick (a beat with no lease, as every beat went before) against once half of the agent's
  * lease has passed. Every beat costs the acknowledgement's requests and reads; only one that
  * moves the node's lease later costs its write (the orchestrator's `extendLease` leaves a lease
- * that already lasts that long alone, and the acknowledgement started it at 900 s).
+ * that already lasts that long alone, and the acknowledgement started it at 900 s). The message's
+ * visibility extensions (a ChangeMessageVisibility each, on the agents' queues' timeout read from
+ * the deployment) are timed the same way: every tick before, once half of the timeout has passed
+ * since the receive now (a first receive, at the call's start).
  */
 const MODEL_LATENCY_MS = 1_500;
 const PLAYS = 2;
@@ -31,10 +40,14 @@ const CALL_SECONDS = [10, 30, 60, 120, 300, 600, 1200] as const;
 
 type Out = (line?: string) => void;
 
-/** The beats one model call sends under one rule, the lease writes among them, and their price. */
+/**
+ * The beats one model call sends under one rule, the lease writes among them, its visibility
+ * extensions, and their price.
+ */
 export interface Beats {
   readonly beats: number;
   readonly writes: number;
+  readonly extensions: number;
   /** Dollars per million model calls, without Lambda duration. */
   readonly dollars: number;
 }
@@ -50,6 +63,10 @@ export interface HeartbeatsResult {
   readonly beat: FlowUsage;
   /** Per million beats, without Lambda duration: every beat's requests and reads, a lease write's. */
   readonly beatDollars: { readonly reach: number; readonly write: number };
+  /** Per million visibility extensions (one FIFO request each). */
+  readonly extensionDollars: number;
+  /** The content agents' queues' visibility timeout, in seconds. */
+  readonly visibilitySeconds: number;
   /** The agent requests of a quick news (its acknowledgements): its model calls. */
   readonly calls: number;
   readonly rows: readonly HeartbeatRow[];
@@ -70,27 +87,48 @@ export async function runHeartbeatsSection(out: Out): Promise<HeartbeatsResult> 
   const beat = perAck(acknowledged.usage, silent.usage, acknowledged.acks);
   const reach = withoutDuration({ ...beat, dynamoWriteUnits: 0 }) * 1e6;
   const beatDollars = { reach, write: withoutDuration(beat) * 1e6 - reach };
+  const extensionDollars = withoutDuration({ ...zeroUsage(), sqsFifoRequests: 1 }) * 1e6;
   const tick = DEFAULT_AGENT_HEARTBEAT.toSeconds();
-  const priced = (times: readonly number[]): Beats => {
-    const writes = leaseWrites(times);
-    const dollars = times.length * beatDollars.reach + writes * beatDollars.write;
-    return { beats: times.length, writes, dollars };
+  const { visibilitySeconds } = acknowledged;
+  const priced = (beats: readonly number[], extended: readonly number[]): Beats => {
+    const writes = leaseWrites(beats);
+    const dollars =
+      beats.length * beatDollars.reach +
+      writes * beatDollars.write +
+      extended.length * extensionDollars;
+    return { beats: beats.length, writes, extensions: extended.length, dollars };
   };
-  const rows = CALL_SECONDS.map((callSeconds) => ({
-    callSeconds,
-    everyTick: priced(renewalTimes(callSeconds, tick, undefined)),
-    halfLease: priced(renewalTimes(callSeconds, tick, DEFAULT_LEASE_SECONDS)),
-  }));
-  const result = { beat, beatDollars, calls: acknowledged.acks, rows };
+  const rows = CALL_SECONDS.map((callSeconds) => {
+    const everyTick = renewalTimes(callSeconds, tick, undefined);
+    return {
+      callSeconds,
+      everyTick: priced(everyTick, everyTick),
+      halfLease: priced(
+        renewalTimes(callSeconds, tick, DEFAULT_LEASE_SECONDS),
+        renewalTimes(callSeconds, tick, visibilitySeconds),
+      ),
+    };
+  });
+  const result = {
+    beat,
+    beatDollars,
+    extensionDollars,
+    visibilitySeconds,
+    calls: acknowledged.acks,
+    rows,
+  };
   printHeartbeats(out, result, tick);
   return result;
 }
 
-/** The flow played on a stack of its own with `envOverrides`: its mean usage and acknowledgements. */
+/**
+ * The flow played on a stack of its own with `envOverrides`: its mean usage and acknowledgements,
+ * and the shortest visibility timeout among the queues of the consumers that acknowledge.
+ */
 async function played(
   flow: (typeof PLAYED_FLOWS)[number],
   envOverrides: Record<string, string>,
-): Promise<{ usage: FlowUsage; acks: number }> {
+): Promise<{ usage: FlowUsage; acks: number; visibilitySeconds: number }> {
   const tally = { current: noInvocations(), acks: 0 };
   const onEvent = (event: RuntimeEvent) => {
     countInvocation(tally.current, event);
@@ -115,7 +153,7 @@ async function played(
       usages.push(usageOf(meters, tally.current, excluded));
       acks += tally.acks;
     }
-    return { usage: meanOf(usages), acks: acks / PLAYS };
+    return { usage: meanOf(usages), acks: acks / PLAYS, visibilitySeconds: agentVisibility(env) };
   } finally {
     await env.stop();
   }
@@ -140,6 +178,18 @@ function perAck(withAcks: FlowUsage, without: FlowUsage, acks: number): FlowUsag
     workGbSeconds: 0,
     workSeconds: 0,
   };
+}
+
+/** The shortest visibility timeout of the consumers that send heartbeats to other groups. */
+function agentVisibility(env: LocalEnvironment): number {
+  const seconds = env.deployment.functions
+    .filter((f) => f.environment[HEARTBEAT_TARGETS_ENV] !== undefined)
+    .map((f) => Number(f.environment.VISIBILITY_TIMEOUT_SECONDS));
+  if (seconds.length === 0 || !seconds.every((s) => s > 0))
+    throw new Error(
+      "no consumer with heartbeat targets and a visibility timeout in the deployment",
+    );
+  return Math.min(...seconds);
 }
 
 /**
@@ -168,22 +218,22 @@ function withoutDuration(usage: FlowUsage): number {
 function printHeartbeats(out: Out, r: HeartbeatsResult, tick: number): void {
   const b = r.beat;
   out(
-    `one beat (an acknowledgement: ${fmt(r.calls, 1)} a run): ${fmt(b.sqsFifoRequests, 2)} FIFO requests, ${fmt(b.sqsStandardRequests, 2)} standard, ${fmt(b.lambdaRequests, 2)} Lambda requests, ${fmt(b.dynamoReadUnits, 2)} RU, ${fmt(b.eventBridgeEvents, 2)} EventBridge events: $${fmt(r.beatDollars.reach, 2)} per million beats; ${fmt(b.dynamoWriteUnits, 2)} WU more, $${fmt(r.beatDollars.write, 2)}, for one that moves the node's lease (without Lambda duration)`,
+    `one beat (an acknowledgement: ${fmt(r.calls, 1)} a run): ${fmt(b.sqsFifoRequests, 2)} FIFO requests, ${fmt(b.sqsStandardRequests, 2)} standard, ${fmt(b.lambdaRequests, 2)} Lambda requests, ${fmt(b.dynamoReadUnits, 2)} RU, ${fmt(b.eventBridgeEvents, 2)} EventBridge events: $${fmt(r.beatDollars.reach, 2)} per million beats; ${fmt(b.dynamoWriteUnits, 2)} WU more, $${fmt(r.beatDollars.write, 2)}, for one that moves the node's lease (without Lambda duration); a visibility extension $${fmt(r.extensionDollars, 2)} per million`,
   );
   out(
-    `beats per model call (lease writes among them), the heartbeat ticking every ${tick} s, the agents' lease ${DEFAULT_LEASE_SECONDS} s, a started node's ${STARTED_LEASE_SECONDS} s; $ per million calls and per million quick news (${fmt(r.calls, 1)} agent requests, each a call that long):`,
+    `per model call: beats (lease writes among them) and visibility extensions, the heartbeat ticking every ${tick} s, the agents' lease ${DEFAULT_LEASE_SECONDS} s, a started node's ${STARTED_LEASE_SECONDS} s, the agents' queues' visibility ${r.visibilitySeconds} s; $ per million calls and per million quick news (${fmt(r.calls, 1)} agent requests, each a call that long):`,
   );
   const header = [
     "model call (s)",
-    "beats every tick",
-    "at half the lease",
+    "every tick",
+    "at half the term",
     "$/M calls every tick",
     "at half",
     "$/M quick news every tick",
     "at half",
     "ratio",
   ];
-  const count = (b: Beats) => `${b.beats} (${b.writes})`;
+  const count = (x: Beats) => `${x.beats} (${x.writes}) + ${x.extensions}`;
   const rows = r.rows.map(({ callSeconds, everyTick, halfLease }) => [
     String(callSeconds),
     count(everyTick),
@@ -197,17 +247,16 @@ function printHeartbeats(out: Out, r: HeartbeatsResult, tick: number): void {
   const right = header.map(() => "r" as const);
   for (const line of renderTable(header, rows, right)) out(line);
   out(
-    "(The bench's other plays answer at once, so no beat goes in them; on AWS a model call of a minute is common.)",
+    "(beats (lease writes) + visibility extensions. The bench's other plays answer at once, so no beat goes in them; on AWS a model call of a minute is common.)",
   );
 }
 
 export function heartbeatsSummary(r: HeartbeatsResult): string {
-  const row = (seconds: number) => r.rows.find((x) => x.callSeconds === seconds);
   const phrase = (seconds: number) => {
-    const found = row(seconds);
-    return found
-      ? `a ${seconds} s model call sends ${found.halfLease.beats} ($${fmt(found.halfLease.dollars, 2)} per million calls; every tick: ${found.everyTick.beats}, $${fmt(found.everyTick.dollars, 2)})`
-      : "";
+    const found = r.rows.find((x) => x.callSeconds === seconds);
+    if (!found) return "";
+    const { everyTick, halfLease } = found;
+    return `a ${seconds} s model call sends ${halfLease.beats} beats and ${halfLease.extensions} extensions, $${fmt(halfLease.dollars, 2)} per million calls (every tick: ${everyTick.beats} and ${everyTick.extensions}, $${fmt(everyTick.dollars, 2)})`;
   };
-  return `A heartbeat costs $${fmt(r.beatDollars.reach, 2)} per million beats, $${fmt(r.beatDollars.write, 2)} more when it moves the lease (measured); ${phrase(60)}, ${phrase(600)}.`;
+  return `A heartbeat costs $${fmt(r.beatDollars.reach, 2)} per million beats, $${fmt(r.beatDollars.write, 2)} more when it moves the lease (measured); ${phrase(60)}; ${phrase(600)}.`;
 }

@@ -44,8 +44,8 @@ export const ConsumerEnv = z.object({
   ),
   /**
    * While a record is being handled, every this many seconds its message visibility is extended
-   * and the role's heartbeat (if any) is published when it is due (./heartbeat.ts: a beat that
-   * renews a lease goes once half of it has passed); unset or 0 = no heartbeat.
+   * and the role's heartbeat (if any) is published, each when it is due (./heartbeat.ts: once half
+   * of what it last bought has passed); unset or 0 = no heartbeat.
    */
   HEARTBEAT_SECONDS: z._default(z.coerce.number().check(z.minimum(0), z.maximum(43_199)), 0),
   /** What each heartbeat sets the message's visibility timeout to (the queue's). */

@@ -40,15 +40,20 @@ export type WithHeartbeat = <T>(
  * at once (`deliveryOf`: straight to the queues of the groups that take it, and to the events bus
  * when a group fed by the bus takes it): the acknowledgement that the work has started (seed 001 §2: the
  * orchestrator's lease of the node runs from here, not from when the request was queued; a
- * content agent acknowledges with `node.started`). Then every that many seconds the message
- * visibility is set to `VISIBILITY_TIMEOUT_SECONDS` again (the handler cannot tell how long ago
- * the poller received the message, so it does not wait for half of it), and the role's heartbeat
- * is sent again once half of its `leaseSeconds` has passed since the last one went out, as a
- * lease is renewed at half its term (`renewalDue`; the acknowledgement counts; a heartbeat without
- * `leaseSeconds` goes at every tick). Each beat is a delivery the orchestrator receives and
- * handles, so a beat per tick would cost a long model call one every 20 s. A beat that fails is
- * logged, never fails the record, and is tried again at the next tick; the timer stops when the
- * record is settled.
+ * content agent acknowledges with `node.started`). Then the timer ticks every that many seconds
+ * and renews each of two things once half of what it last bought has passed, as a lease is renewed
+ * at half its term (`renewalDue`):
+ * - the message's visibility, set to `VISIBILITY_TIMEOUT_SECONDS` again once half of it has passed
+ *   since the message was received (`receivedAt`) or last extended. The stack's queues keep a
+ *   message at least six times the function's timeout, so a record received once is extended
+ *   only when its invocation started long after the receive (a throttled function); one received
+ *   again does not say when, so the first tick extends it;
+ * - the role's heartbeat, sent again once half of its `leaseSeconds` has passed since the last
+ *   one went out (the acknowledgement counts; a heartbeat without `leaseSeconds` goes at every
+ *   tick). Each beat is a delivery the orchestrator receives and handles, so a beat per tick would
+ *   cost a long model call one every 20 s.
+ * A renewal that fails is logged, never fails the record, and is tried again at the next tick;
+ * the timer stops when the record is settled.
  */
 export function heartbeatFor<S>(role: Role<S>, wiring: HeartbeatWiring): WithHeartbeat {
   const { env } = wiring;
@@ -56,15 +61,15 @@ export function heartbeatFor<S>(role: Role<S>, wiring: HeartbeatWiring): WithHea
   const beat = beater(role, wiring);
   return async (record, raw, work) => {
     // The lease counts as renewed once the acknowledgement went out: until then every tick tries.
-    const lastBeat: LastBeat = { at: Number.NEGATIVE_INFINITY };
-    let beating: Promise<void> | undefined = beat(record, raw, lastBeat, { first: true }).finally(
+    const renewed: Renewals = { visibility: receivedAt(record), beat: Number.NEGATIVE_INFINITY };
+    let beating: Promise<void> | undefined = beat(record, raw, renewed, { first: true }).finally(
       () => {
         beating = undefined;
       },
     );
     const timer = setInterval(() => {
       if (beating) return;
-      beating = beat(record, raw, lastBeat, { first: false }).finally(() => {
+      beating = beat(record, raw, renewed, { first: false }).finally(() => {
         beating = undefined;
       });
     }, env.HEARTBEAT_SECONDS * 1000);
@@ -77,9 +82,20 @@ export function heartbeatFor<S>(role: Role<S>, wiring: HeartbeatWiring): WithHea
   };
 }
 
-/** When a record's heartbeat last went out (performance.now()). */
-interface LastBeat {
-  at: number;
+/** When a record's visibility and its heartbeat were last renewed, in ms since the epoch. */
+interface Renewals {
+  visibility: number;
+  beat: number;
+}
+
+/**
+ * When the message's current visibility started, in ms since the epoch: its receive, which SQS
+ * stamps on the first receive only (`ApproximateFirstReceiveTimestamp`). A message received again
+ * does not say when it was (-Infinity: extended at the first tick).
+ */
+export function receivedAt(record: SQSRecord): number {
+  const first = Number(record.attributes.ApproximateFirstReceiveTimestamp);
+  return receiveCountOf(record) === 1 && Number.isFinite(first) ? first : Number.NEGATIVE_INFINITY;
 }
 
 /**
@@ -111,9 +127,9 @@ export function renewalTimes(
 }
 
 /**
- * One tick: extend the record's visibility (not on the `first` tick: the record was just
- * received) and deliver the role's heartbeat (`deliveryOf`) when it is due (always on the first);
- * never throws.
+ * One tick: extend the record's visibility when it is due (not on the `first` tick, as the record
+ * enters the pipeline) and deliver the role's heartbeat (`deliveryOf`) when it is due (always on
+ * the first); never throws.
  */
 function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
   const { env, sqs, deps } = wiring;
@@ -122,17 +138,21 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
   return async (
     record: SQSRecord,
     raw: unknown,
-    lastBeat: LastBeat,
+    renewed: Renewals,
     { first }: { first: boolean },
   ) => {
-    if (!first)
+    if (!first && renewalDue(Date.now(), renewed.visibility, env.VISIBILITY_TIMEOUT_SECONDS))
       await extendVisibility(
         sqs,
         env.QUEUE_URL,
         record.receiptHandle,
         env.VISIBILITY_TIMEOUT_SECONDS,
-      ).catch((e: unknown) =>
-        logger.warn("heartbeat: could not extend the message visibility", { error: describe(e) }),
+      ).then(
+        () => {
+          renewed.visibility = Date.now();
+        },
+        (e: unknown) =>
+          logger.warn("heartbeat: could not extend the message visibility", { error: describe(e) }),
       );
     if (!deliver || !role.heartbeat) return;
     try {
@@ -142,7 +162,7 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
       const beat = parsed.ok ? role.heartbeat(parsed.envelope, attempt) : undefined;
       const spec = first ? (beat?.first ?? beat) : beat;
       if (!parsed.ok || !spec) return;
-      if (!first && !renewalDue(performance.now(), lastBeat.at, spec.leaseSeconds)) return;
+      if (!first && !renewalDue(Date.now(), renewed.beat, spec.leaseSeconds)) return;
       const envelope = buildHeartbeat(spec, parsed.envelope, role.group, deps, attempt);
       const topic = deps.registry.get(envelope.event_type, envelope.schema_version)?.topic;
       if (topic !== "events") {
@@ -150,7 +170,7 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
         return;
       }
       if (!(await deliver(envelope))) return;
-      lastBeat.at = performance.now();
+      renewed.beat = Date.now();
       metrics.addMetric("Heartbeat", MetricUnit.Count, 1);
     } catch (e) {
       logger.warn("heartbeat: could not publish", { error: describe(e) });

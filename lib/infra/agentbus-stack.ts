@@ -140,9 +140,10 @@ export interface AgentBusStackProps extends StackProps {
   readonly emulator?: Emulator;
 
   /**
-   * How often the content agents' consumers' heartbeat ticks during a record: each tick extends
-   * the message's visibility, and sends `node.heartbeat` once half of the agent's lease has passed
-   * since the last beat (functions/handlers/heartbeat.ts); `Duration.seconds(0)` turns it off.
+   * How often the content agents' consumers' heartbeat ticks during a record: a tick extends the
+   * message's visibility once half of it has passed since the receive or the last extension, and
+   * sends `node.heartbeat` once half of the agent's lease has passed since the last beat
+   * (functions/handlers/heartbeat.ts); `Duration.seconds(0)` turns it off.
    * @default Duration.seconds(20)
    */
   readonly agentHeartbeat?: Duration;

@@ -610,7 +610,7 @@ describe("heartbeat", () => {
     return { url, envelope, record: sqsRecordFromMessage(message, url) };
   }
 
-  it("a slow decision is acknowledged at once, then gets its message visibility extended and its heartbeat (one without a lease) published at every tick, until it is done", async () => {
+  it("a slow decision is acknowledged at once, then gets its message visibility extended once half of it has passed since the receive and a heartbeat without a lease at every tick, until it is done", async () => {
     const { url, envelope, record } = await received("hc-beat");
     const { client, visibility } = spiedSqs();
     const bus = fakeEventBridge();
@@ -622,24 +622,27 @@ describe("heartbeat", () => {
       env: consumerEnv({
         QUEUE_URL: url,
         HEARTBEAT_SECONDS: "0.3",
-        VISIBILITY_TIMEOUT_SECONDS: "45",
+        VISIBILITY_TIMEOUT_SECONDS: "1",
         EVENTS_BUS_NAME: "agentbus-test-events",
       }),
     });
     const response = await handler(sqsEvent([record]));
     expect(response.batchItemFailures).toEqual([]);
     expect(role.decided).toBe(1);
-    // About 1.1 s / 0.3 s: three beats, each setting the queue's visibility timeout again.
-    expect(visibility.length).toBeGreaterThanOrEqual(2);
-    expect(visibility.length).toBeLessThanOrEqual(4);
+    // Ticks about 0.3 s apart over 1.1 s; the visibility (1 s) is set again at the first tick half
+    // a second past the receive, then half a second past that: once or twice, never at every tick.
+    expect(visibility.length).toBeGreaterThanOrEqual(1);
+    expect(visibility.length).toBeLessThanOrEqual(2);
     for (const v of visibility)
       expect(v).toMatchObject({
         QueueUrl: url,
         ReceiptHandle: record.receiptHandle,
-        VisibilityTimeout: 45,
+        VisibilityTimeout: 1,
       });
-    // The acknowledgement (published as the record enters the pipeline), then one per beat.
-    expect(bus.puts.length).toBe(visibility.length + 1);
+    // The acknowledgement (published as the record enters the pipeline), then one per tick.
+    const beats = bus.puts.length - 1;
+    expect(beats).toBeGreaterThanOrEqual(2);
+    expect(beats).toBeLessThanOrEqual(4);
     const entry = bus.puts[0]?.Entries?.[0];
     expect(entry).toMatchObject({
       EventBusName: "agentbus-test-events",
@@ -655,15 +658,43 @@ describe("heartbeat", () => {
       payload: { run_id: "run_beat1", node_id: "writing", generation: 2, lease_seconds: 120 },
     });
     // The timer stopped with the record.
-    const after = visibility.length;
+    const after = { extended: visibility.length, puts: bus.puts.length };
     await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(visibility.length).toBe(after);
-    expect(bus.puts.length).toBe(after + 1);
+    expect({ extended: visibility.length, puts: bus.puts.length }).toEqual(after);
     client.destroy();
     bus.client.destroy();
   });
 
-  it("a heartbeat that renews a lease goes again only once half of the lease has passed; the visibility is still extended at every tick", async () => {
+  it("a message received again does not say when: the first tick extends its visibility, the next ones not before half of it has passed", async () => {
+    const { url, record } = await received("hc-again");
+    const again = {
+      ...record,
+      attributes: { ...record.attributes, ApproximateReceiveCount: "2" },
+    };
+    const { client, visibility } = spiedSqs();
+    const bus = fakeEventBridge();
+    const handler = createConsumerHandler(slowRole(1_100, 120), {
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(client),
+      eventbridge: fromSdk(bus.client),
+      env: consumerEnv({
+        QUEUE_URL: url,
+        HEARTBEAT_SECONDS: "0.3",
+        VISIBILITY_TIMEOUT_SECONDS: "45",
+        EVENTS_BUS_NAME: "agentbus-test-events",
+      }),
+    });
+    expect((await handler(sqsEvent([again]))).batchItemFailures).toEqual([]);
+    expect(visibility).toEqual([
+      expect.objectContaining({ ReceiptHandle: record.receiptHandle, VisibilityTimeout: 45 }),
+    ]);
+    // The 120 s lease: nothing but the acknowledgement.
+    expect(bus.puts).toHaveLength(1);
+    client.destroy();
+    bus.client.destroy();
+  });
+
+  it("a heartbeat that renews a lease goes again only once half of the lease has passed; a visibility far from half gone is not extended", async () => {
     const cases = [
       // A 1 s lease: renewed at the first tick past 0.5 s after the acknowledgement.
       { leaseSeconds: 1, least: 1, most: 2 },
@@ -686,7 +717,7 @@ describe("heartbeat", () => {
         }),
       });
       expect((await handler(sqsEvent([record]))).batchItemFailures).toEqual([]);
-      expect(visibility.length).toBeGreaterThanOrEqual(2);
+      expect(visibility).toEqual([]);
       const beats = bus.puts.length - 1;
       expect({ leaseSeconds, atLeast: beats >= least, atMost: beats <= most }).toEqual({
         leaseSeconds,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { renewalDue, renewalTimes } from "../../functions/handlers/heartbeat";
+import { receivedAt, renewalDue, renewalTimes } from "../../functions/handlers/heartbeat";
+import { sqsRecord } from "../support/lambda-events";
 
 describe("heartbeat renewals", () => {
   it("a renewal is due once half of its term has passed since the last; without a term, always", () => {
@@ -22,5 +23,15 @@ describe("heartbeat renewals", () => {
     expect(renewalTimes(600, 20, undefined)).toHaveLength(29);
     // A term shorter than two ticks: renewed at every tick.
     expect(renewalTimes(100, 20, 30)).toEqual([20, 40, 60, 80]);
+  });
+
+  it("a message's visibility started at its receive, which only a first receive stamps", () => {
+    const at = new Date("2026-12-06T10:00:00.000Z");
+    expect(receivedAt(sqsRecord({ body: "{}", receiveCount: 1, firstReceivedAt: at }))).toBe(
+      at.getTime(),
+    );
+    expect(receivedAt(sqsRecord({ body: "{}", receiveCount: 2, firstReceivedAt: at }))).toBe(
+      Number.NEGATIVE_INFINITY,
+    );
   });
 });
