@@ -281,6 +281,7 @@ export class InMemoryEventStore
     if (state.gate) stored.gate = state.gate;
     if (state.summary) stored.listing = this.listingOf(state, previous);
     if (streamHead) stored.streamHead = Object.freeze({ ...streamHead });
+    if (typeof state.dueAt === "string") stored.dueAt = state.dueAt;
     this.states.set(k, Object.freeze(stored));
     if (typeof state.dueAt === "string")
       this.dueIndex.set(k, { aggregate: { ...state.aggregate }, dueAt: state.dueAt });
@@ -316,6 +317,7 @@ export class InMemoryEventStore
     };
     if (previous?.listing) stored.listing = previous.listing;
     if (previous?.streamHead) stored.streamHead = previous.streamHead;
+    if (previous?.dueAt) stored.dueAt = previous.dueAt;
     this.states.set(k, Object.freeze(stored));
   }
 
@@ -331,9 +333,7 @@ export class InMemoryEventStore
   async loadStates(refs: readonly AggregateRef[]): Promise<StoredState[]> {
     return refs.flatMap((ref) => {
       const state = this.states.get(key(ref));
-      if (!state) return [];
-      const dueAt = this.dueIndex.get(key(ref))?.dueAt;
-      return [{ ...state, ...(dueAt ? { dueAt } : {}) }];
+      return state ? [state] : [];
     });
   }
 

@@ -25,7 +25,7 @@ export interface StoredState<S = unknown> {
   readonly revision: number;
   readonly version: number;
   readonly data: S;
-  /** The due time in the due index (set by StateReader.loadStates only). */
+  /** The due time in the due index (Decision.dueAt, as the last commit wrote it). */
   readonly dueAt?: string;
   /** The consumer group's dedup and version-gate records, kept on the item they guard. */
   readonly gate?: GateRecords;

@@ -26,7 +26,10 @@ import type { StoredState } from "./ports";
  *   `node.wait.expired` {run_id, node_id, generation, due_at}: a timer completes it, a signal's
  *   deadline fails it.
  * - A RUNNING run with no work in flight (no RUNNING node, but for a map node none of whose items
- *   is RUNNING) but nodes held back by backpressure -> `workflow.release.requested` {run_id}.
+ *   is RUNNING) but nodes held back by backpressure -> `workflow.release.requested` {run_id}. The
+ *   same for a RUNNING run whose due time came with none of the above due: the orchestrator keeps
+ *   a run's due time as early as any of its steps wanted it until it passes (`withDueKept` in
+ *   functions/roles/orchestrator/orchestrator.ts), and its next write sets the true one.
  * - An agent run (functions/core/agent) BLOCKED on an approval past its deadline -> its agent's
  *   decision command with decision `deadline` {run_id, tool_call_id}: the call is refused or the
  *   run fails, as the tool says. The same for a run BLOCKED on outside work its call started (an
@@ -233,7 +236,8 @@ function planRun(stored: StoredState<SweptRunState>, sweep: Sweep): Planned[] {
     if (hasWorkInFlight(node)) running++;
     out.push(...planNode(stored, nodeId, node, sweep));
   }
-  if (running === 0 && state.held.length > 0) {
+  const duePassed = stored.dueAt !== undefined && Date.parse(stored.dueAt) <= sweep.now.getTime();
+  if ((running === 0 && state.held.length > 0) || (out.length === 0 && duePassed)) {
     const payload: WorkflowReleaseRequested = { run_id: run.run_id };
     const dueMs = stored.dueAt ? Date.parse(stored.dueAt) : 0;
     const id = deterministicUlid(

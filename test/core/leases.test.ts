@@ -134,7 +134,9 @@ describe("orchestrator leases", () => {
     t.clock.advance(10_000);
     await t.send(t.completed("topic_selection.completed", "topic-selection", 0, TOPIC));
     const at = plus(T0, 10);
-    expect(t.due()).toBe(plus(at, 3600));
+    expect(t.state().leases?.writing?.expires_at).toBe(plus(at, 3600));
+    // The run's due time stays the topic's lease's, which has not passed: never later than any.
+    expect(t.due()).toBe(plus(T0, 3600));
     // Half an hour in the queue, then the agents start: a lease from their start, not the release.
     t.clock.advance(1_800_000);
     await t.heartbeat("fact-check", 0, 30);
@@ -171,6 +173,34 @@ describe("orchestrator leases", () => {
     expect(t.state().run.status).toBe("COMPLETED");
     expect(t.state().leases).toEqual({});
     expect(t.due()).toBeUndefined();
+  });
+
+  it("a run's due time moves earlier at once and later only once it has passed: then the sweeper nudges the run, which writes the true one", async () => {
+    const t = setup(referenceOrchestrator({ leaseSeconds: 60 }));
+    await t.start("quick-news");
+    await t.heartbeat("topic-selection", 0, 30);
+    expect(t.due()).toBe(plus(T0, 60));
+    // The answer releases two nodes (queued leases, 4 h): the index keeps the earlier time.
+    t.clock.advance(10_000);
+    await t.send(t.completed("topic_selection.completed", "topic-selection", 0, TOPIC));
+    expect(t.due()).toBe(plus(T0, 60));
+    const started = plus(T0, 20);
+    t.clock.advance(10_000);
+    await t.heartbeat("writing", 0, 30);
+    expect(t.state().leases?.writing?.expires_at).toBe(plus(started, 60));
+    expect(t.due()).toBe(plus(T0, 60));
+    // At T0 + 60 s no lease has run out: the sweeper nudges the run instead of reporting one.
+    const at = new Date(plus(T0, 60));
+    const swept = planSweep([t.stored() as StoredState<unknown>], at, registry);
+    expect(swept.messages.map((m) => [m.envelope.event_type, m.envelope.payload])).toEqual([
+      ["workflow.release.requested", { run_id: t.runId }],
+    ]);
+    t.clock.advance(40_000);
+    const nudged = await t.send(t.command("workflow.release.requested", {}));
+    expect(nudged.status).toBe("applied");
+    // The true time: the writing node's lease, the earliest left.
+    expect(t.due()).toBe(plus(started, 60));
+    expect(planSweep([t.stored() as StoredState<unknown>], at, registry).messages).toEqual([]);
   });
 
   it("a state stored before leases is read as having none, and gains them on its next write", async () => {

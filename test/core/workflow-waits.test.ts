@@ -130,11 +130,16 @@ describe("a wait node's time", () => {
     const timer = bus.state(runId).timers?.pause;
     expect(timer?.generation).toBe(1);
     expect(Date.parse(timer?.due_at ?? "")).toBeGreaterThan(Date.parse(first?.due_at ?? ""));
+    // The run's due time stays the first assignment's until that passes (never later than any).
+    expect(dueAtOf(bus, runId)).toBe(first?.due_at);
+    // The first assignment's time passes: nothing is reported, the run is nudged and then due at
+    // the re-run's time, when its report goes.
+    bus.clock.advance(Date.parse(first?.due_at ?? "") - bus.clock.now().getTime());
+    expect(bus.sweep().map((e) => e.event_type)).toEqual(["workflow.release.requested"]);
+    await bus.drain();
     expect(dueAtOf(bus, runId)).toBe(timer?.due_at);
-    // The first assignment's time passes: nothing is due until the re-run's.
-    bus.clock.advance(Date.parse(timer?.due_at ?? "") - bus.clock.now().getTime() - 1);
     expect(bus.sweep()).toEqual([]);
-    bus.clock.advance(1);
+    bus.clock.advance(Date.parse(timer?.due_at ?? "") - bus.clock.now().getTime());
     const reports = bus.sweep();
     expect(
       reports.map((e) => [e.event_type, (e.payload as { generation: number }).generation]),

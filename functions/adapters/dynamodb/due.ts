@@ -95,8 +95,7 @@ export class DynamoDueIndex implements DueReader, StateReader {
           throw dynamoFailure(error, "BatchGetItem");
         }
         for (const raw of output.Responses?.[this.table] ?? []) {
-          const item = unmarshall(raw) as StateItem;
-          found.push({ ...storedStateOf(item), ...(item.due_at ? { dueAt: item.due_at } : {}) });
+          found.push(storedStateOf(unmarshall(raw) as StateItem));
         }
         pending = output.UnprocessedKeys?.[this.table];
         if (!pending?.Keys?.length) break;

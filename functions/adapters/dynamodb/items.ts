@@ -286,6 +286,7 @@ export function storedStateOf(item: StateItem): StoredState {
           },
         }
       : {}),
+    ...(item.due_at === undefined ? {} : { dueAt: item.due_at }),
     ...listingOf(item),
     ...gateRecordsOf(item),
   };

@@ -13,9 +13,9 @@ import type { QueueDepthSource } from "../../integrations/queue-depth/index";
 import { RUN_ENDS } from "./apply";
 import { catalogFor, type StepRoles, stepRoles, workflowCatalog } from "./catalog";
 import { CHILD_EMITS } from "./child-commands";
-import type { EventHandler, OrchestratorEmit } from "./context";
+import type { EventHandler, OrchestratorDecision, OrchestratorEmit } from "./context";
 import { HANDLERS, handlersFor } from "./handlers";
-import type { LeasePolicy } from "./leases";
+import { dueAtOf, type LeasePolicy, type Leasing } from "./leases";
 import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
 
 /**
@@ -101,7 +101,8 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  * the node leaves RUNNING.
  * Each state write carries `dueAt` (the state table's by-due index): the earliest lease expiry
  * of a RUNNING node; with no work in flight (nothing RUNNING, or a map none of whose items is)
- * but nodes held, now + `releaseNudgeSeconds`; else none.
+ * but nodes held, now + `releaseNudgeSeconds`; else none. A later time than the stored one is
+ * written only once the stored one has passed (`withDueKept`).
  * The lease sweeper (functions/core/sweeper.ts) reads that index and sends `node.lease.expired`
  * or `workflow.release.requested`. A lease report is ignored when the node's lease was extended
  * past the reported expiry and has not run out yet (a heartbeat crossed the report).
@@ -225,25 +226,55 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
     // A run's state (3-4 KB of JSON, written on every event of the run) is read only through
     // AgentBus: the operator tools and the console.
     compactState: true,
-    decide: async (stored, event, { now }) => {
+    decide: async (data, event, { now, stored }) => {
       const handler = handlerOf(handlers, event);
-      const state = parseRunState(stored);
+      const state = parseRunState(data);
       const run = state && {
         workflow: state.run.workflow,
         scope: state.definition_scope,
         plan: state.plan,
       };
-      const decision = await handler.decide({
+      const leasing = { now, policy };
+      const decided = await handler.decide({
         state,
         event,
-        leasing: { now, policy },
+        leasing,
         capacityFor,
         workflows: await catalogFor(compiled, options.registry, run),
         stepRoles: steps,
       });
+      const decision = withDueKept(decided, state, stored?.dueAt, leasing);
       return withParentRun(decision, parentRunOf(decision.state ?? state, event));
     },
   });
+}
+
+/**
+ * The due time a decision writes, given the one the run's state has (`stored`): a run's due time
+ * is the earliest moment the sweeper may have work for it, and only that. An earlier one is
+ * written at once; a later one only once the stored one has passed, so that while the run's
+ * nodes go to their agents, start and answer one after another (each moving the earliest lease),
+ * the state table's by-due index keeps one entry instead of moving it at every step. When the
+ * stored time comes with nothing due, the sweeper nudges the run (`workflow.release.requested`)
+ * and its next write, that one or any other, sets the true time. A decision that writes no state
+ * is given one when the stored time has passed and the true time is another.
+ */
+function withDueKept(
+  decision: OrchestratorDecision,
+  current: OrchestratorState | undefined,
+  stored: string | undefined,
+  leasing: Leasing,
+): OrchestratorDecision {
+  const passed = stored === undefined || Date.parse(stored) <= leasing.now.getTime();
+  if (decision.state === undefined) {
+    if (!current || stored === undefined || !passed) return decision;
+    const dueAt = dueAtOf(current, leasing);
+    return dueAt === stored ? decision : { ...decision, state: current, dueAt };
+  }
+  const wanted = decision.dueAt;
+  if (passed || typeof wanted !== "string" || Date.parse(wanted) <= Date.parse(stored))
+    return decision;
+  return { ...decision, dueAt: stored };
 }
 
 /**
