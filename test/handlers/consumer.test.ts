@@ -610,11 +610,10 @@ describe("heartbeat", () => {
     return { url, envelope, record: sqsRecordFromMessage(message, url) };
   }
 
-  it("a slow decision is acknowledged at once, then gets its message visibility extended once half of it has passed since the receive and a heartbeat without a lease at every tick, until it is done", async () => {
-    const { url, envelope, record } = await received("hc-beat");
+  /** A consumer of `role` whose heartbeat ticks every 0.3 s, its SQS and its bus spied on. */
+  function beating(url: string, role: Role<unknown>, visibilitySeconds: number) {
     const { client, visibility } = spiedSqs();
     const bus = fakeEventBridge();
-    const role = slowRole(1_100);
     const handler = createConsumerHandler(role, {
       dynamodb: fromSdk(dynamodb),
       sqs: fromSdk(client),
@@ -622,10 +621,21 @@ describe("heartbeat", () => {
       env: consumerEnv({
         QUEUE_URL: url,
         HEARTBEAT_SECONDS: "0.3",
-        VISIBILITY_TIMEOUT_SECONDS: "1",
+        VISIBILITY_TIMEOUT_SECONDS: String(visibilitySeconds),
         EVENTS_BUS_NAME: "agentbus-test-events",
       }),
     });
+    const close = () => {
+      client.destroy();
+      bus.client.destroy();
+    };
+    return { handler, visibility, puts: bus.puts, close };
+  }
+
+  it("a slow decision is acknowledged at once, then gets its message visibility extended once half of it has passed since the receive and a heartbeat without a lease at every tick, until it is done", async () => {
+    const { url, envelope, record } = await received("hc-beat");
+    const role = slowRole(1_100);
+    const { handler, visibility, puts, close } = beating(url, role, 1);
     const response = await handler(sqsEvent([record]));
     expect(response.batchItemFailures).toEqual([]);
     expect(role.decided).toBe(1);
@@ -640,10 +650,10 @@ describe("heartbeat", () => {
         VisibilityTimeout: 1,
       });
     // The acknowledgement (published as the record enters the pipeline), then one per tick.
-    const beats = bus.puts.length - 1;
+    const beats = puts.length - 1;
     expect(beats).toBeGreaterThanOrEqual(2);
     expect(beats).toBeLessThanOrEqual(4);
-    const entry = bus.puts[0]?.Entries?.[0];
+    const entry = puts[0]?.Entries?.[0];
     expect(entry).toMatchObject({
       EventBusName: "agentbus-test-events",
       DetailType: "node.heartbeat",
@@ -658,11 +668,10 @@ describe("heartbeat", () => {
       payload: { run_id: "run_beat1", node_id: "writing", generation: 2, lease_seconds: 120 },
     });
     // The timer stopped with the record.
-    const after = { extended: visibility.length, puts: bus.puts.length };
+    const after = { extended: visibility.length, puts: puts.length };
     await new Promise((resolve) => setTimeout(resolve, 700));
-    expect({ extended: visibility.length, puts: bus.puts.length }).toEqual(after);
-    client.destroy();
-    bus.client.destroy();
+    expect({ extended: visibility.length, puts: puts.length }).toEqual(after);
+    close();
   });
 
   it("a message received again does not say when: the first tick extends its visibility, the next ones not before half of it has passed", async () => {
@@ -671,27 +680,14 @@ describe("heartbeat", () => {
       ...record,
       attributes: { ...record.attributes, ApproximateReceiveCount: "2" },
     };
-    const { client, visibility } = spiedSqs();
-    const bus = fakeEventBridge();
-    const handler = createConsumerHandler(slowRole(1_100, 120), {
-      dynamodb: fromSdk(dynamodb),
-      sqs: fromSdk(client),
-      eventbridge: fromSdk(bus.client),
-      env: consumerEnv({
-        QUEUE_URL: url,
-        HEARTBEAT_SECONDS: "0.3",
-        VISIBILITY_TIMEOUT_SECONDS: "45",
-        EVENTS_BUS_NAME: "agentbus-test-events",
-      }),
-    });
+    const { handler, visibility, puts, close } = beating(url, slowRole(1_100, 120), 45);
     expect((await handler(sqsEvent([again]))).batchItemFailures).toEqual([]);
     expect(visibility).toEqual([
       expect.objectContaining({ ReceiptHandle: record.receiptHandle, VisibilityTimeout: 45 }),
     ]);
     // The 120 s lease: nothing but the acknowledgement.
-    expect(bus.puts).toHaveLength(1);
-    client.destroy();
-    bus.client.destroy();
+    expect(puts).toHaveLength(1);
+    close();
   });
 
   it("a heartbeat that renews a lease goes again only once half of the lease has passed; a visibility far from half gone is not extended", async () => {
@@ -703,29 +699,16 @@ describe("heartbeat", () => {
     ];
     for (const [index, { leaseSeconds, least, most }] of cases.entries()) {
       const { url, record } = await received(`hc-lease${index}`);
-      const { client, visibility } = spiedSqs();
-      const bus = fakeEventBridge();
-      const handler = createConsumerHandler(slowRole(1_100, leaseSeconds), {
-        dynamodb: fromSdk(dynamodb),
-        sqs: fromSdk(client),
-        eventbridge: fromSdk(bus.client),
-        env: consumerEnv({
-          QUEUE_URL: url,
-          HEARTBEAT_SECONDS: "0.3",
-          VISIBILITY_TIMEOUT_SECONDS: "45",
-          EVENTS_BUS_NAME: "agentbus-test-events",
-        }),
-      });
+      const { handler, visibility, puts, close } = beating(url, slowRole(1_100, leaseSeconds), 45);
       expect((await handler(sqsEvent([record]))).batchItemFailures).toEqual([]);
       expect(visibility).toEqual([]);
-      const beats = bus.puts.length - 1;
+      const beats = puts.length - 1;
       expect({ leaseSeconds, atLeast: beats >= least, atMost: beats <= most }).toEqual({
         leaseSeconds,
         atLeast: true,
         atMost: true,
       });
-      client.destroy();
-      bus.client.destroy();
+      close();
     }
   });
 
