@@ -177,7 +177,7 @@ const meanBatch = (play: LoadedPlay, kind: string) => {
 };
 
 /** US$ of a flow's usage without the Lambda duration line (wall-clock time on the emulator). */
-const withoutDuration = (u: FlowUsage, lines = agentBusDollars(u)) =>
+export const withoutDuration = (u: FlowUsage, lines = agentBusDollars(u)) =>
   total(lines) - (lines["Lambda duration"] ?? 0);
 
 /**

@@ -29,7 +29,7 @@ import { fmt } from "./stats";
  * usage kept apart: the first flow of a customer in cold functions, ./cost-cold.ts), then
  * REPEATS times, alone, from an idle stack to an idle stack; what it used is the mean.
  */
-const REPEATS = 2;
+export const REPEATS = 2;
 
 /**
  * The loaded column: this many flows of one kind started at once (100, or `BENCH_IN_FLIGHT`), so
@@ -163,7 +163,7 @@ export async function runCostSection(out: Out): Promise<CostResult> {
 }
 
 /** What the plays of one section share: the stack, its meters and the invocations counted. */
-interface Play {
+export interface Play {
   readonly env: LocalEnvironment;
   readonly tally: { current: Invocations };
   readonly meters: Meter[];
@@ -187,7 +187,7 @@ async function playedCold(play: Play, flow: PlayedFlow): Promise<FlowUsage> {
 }
 
 /** The flow played REPEATS times alone: its shape and mean usage. */
-async function playedAlone(play: Play, flow: PlayedFlow): Promise<MixedFlow> {
+export async function playedAlone(play: Play, flow: PlayedFlow): Promise<MixedFlow> {
   const usages: FlowUsage[] = [];
   const shapes: FlowShape[] = [];
   for (let i = 0; i < REPEATS; i++) {

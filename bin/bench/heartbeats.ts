@@ -4,16 +4,19 @@ import { renewalTimes } from "../../functions/handlers/heartbeat";
 import { DEFAULT_LEASE_SECONDS as STARTED_LEASE_SECONDS } from "../../functions/roles/orchestrator/orchestrator";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import type { RuntimeEvent } from "../../lib/dev/local/runtime";
-import {
-  agentBusDollars,
-  type FlowUsage,
-  total,
-  zeroUsage,
-} from "../../lib/dev/metering/flow-cost";
+import { type FlowUsage, zeroUsage } from "../../lib/dev/metering/flow-cost";
 import { DEFAULT_AGENT_HEARTBEAT } from "../../lib/infra/agentbus-stack";
 import { referenceLocalModel } from "../../test/support/reference";
-import { countInvocation, meanOf, metersOf, noInvocations, unbilledScopes, usageOf } from "./cost";
+import {
+  countInvocation,
+  metersOf,
+  noInvocations,
+  playedAlone,
+  REPEATS,
+  unbilledScopes,
+} from "./cost";
 import { PLAYED_FLOWS, playAlone } from "./cost-flows";
+import { withoutDuration } from "./cost-print";
 import { fmt, renderTable } from "./stats";
 
 /**
@@ -34,7 +37,6 @@ import { fmt, renderTable } from "./stats";
  * since the receive now (a first receive, at the call's start).
  */
 const MODEL_LATENCY_MS = 1_500;
-const PLAYS = 2;
 /** The model call lengths the table prices, in seconds. */
 const CALL_SECONDS = [10, 30, 60, 120, 300, 600, 1200] as const;
 
@@ -76,7 +78,7 @@ export async function runHeartbeatsSection(out: Out): Promise<HeartbeatsResult> 
   const flow = PLAYED_FLOWS.find((f) => f.flow === "content run, quick news");
   if (!flow) throw new Error("PLAYED_FLOWS has no quick news");
   out(
-    `a quick news on the local stack, the model answering after ${MODEL_LATENCY_MS} ms, played once to warm up and ${PLAYS} times metered: with the agents' acknowledgements, then on a stack without heartbeats`,
+    `a quick news on the local stack, the model answering after ${MODEL_LATENCY_MS} ms, played once to warm up and ${REPEATS} times metered: with the agents' acknowledgements, then on a stack without heartbeats`,
   );
   const acknowledged = await played(flow, {});
   const silent = await played(flow, { HEARTBEAT_SECONDS: "0" });
@@ -122,8 +124,9 @@ export async function runHeartbeatsSection(out: Out): Promise<HeartbeatsResult> 
 }
 
 /**
- * The flow played on a stack of its own with `envOverrides`: its mean usage and acknowledgements,
- * and the shortest visibility timeout among the queues of the consumers that acknowledge.
+ * The flow played on a stack of its own with `envOverrides`, once to warm up and then as the cost
+ * section plays it alone (./cost.ts `playedAlone`): its mean usage and acknowledgements, and the
+ * shortest visibility timeout among the queues of the consumers that acknowledge.
  */
 async function played(
   flow: (typeof PLAYED_FLOWS)[number],
@@ -140,20 +143,11 @@ async function played(
     standIns: { model: referenceLocalModel({ latencyMs: MODEL_LATENCY_MS }) },
   });
   try {
-    const meters = metersOf(env);
-    const excluded = unbilledScopes(env);
     await playAlone(env, flow);
-    const usages: FlowUsage[] = [];
-    let acks = 0;
-    for (let i = 0; i < PLAYS; i++) {
-      for (const m of meters) m.reset();
-      tally.current = noInvocations();
-      tally.acks = 0;
-      await playAlone(env, flow);
-      usages.push(usageOf(meters, tally.current, excluded));
-      acks += tally.acks;
-    }
-    return { usage: meanOf(usages), acks: acks / PLAYS, visibilitySeconds: agentVisibility(env) };
+    tally.acks = 0;
+    const play = { env, tally, meters: metersOf(env), excluded: unbilledScopes(env) };
+    const { usage } = await playedAlone(play, flow);
+    return { usage, acks: tally.acks / REPEATS, visibilitySeconds: agentVisibility(env) };
   } finally {
     await env.stop();
   }
@@ -207,12 +201,6 @@ function leaseWrites(times: readonly number[]): number {
     writes++;
   }
   return writes;
-}
-
-/** A usage's price on AWS without the Lambda duration line, in dollars. */
-function withoutDuration(usage: FlowUsage): number {
-  const lines = agentBusDollars(usage);
-  return total(lines) - (lines["Lambda duration"] ?? 0);
 }
 
 function printHeartbeats(out: Out, r: HeartbeatsResult, tick: number): void {
