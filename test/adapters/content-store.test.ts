@@ -50,6 +50,20 @@ const stored = async (ref: string) =>
   ).Item;
 
 describe("DynamoContentStore", () => {
+  it("stores one text apart for each scope, each read back and overwritten alone", async () => {
+    const text = '{"found":false}';
+    const [mine, theirs] = ["agent_run#rrun_mine", "agent_run#rrun_theirs"];
+    const refs = [
+      await store.put(text, mine),
+      await store.put(text, theirs),
+      await store.put(text),
+    ];
+    expect(refs).toEqual([contentRef(text, mine), contentRef(text, theirs), contentRef(text)]);
+    expect(new Set(refs).size).toBe(3);
+    await store.overwrite(refs[0] as string, '"[erased]"');
+    expect(await store.getMany(refs)).toEqual(['"[erased]"', text, text]);
+  });
+
   it("stores a text under its SHA-256 and reads it back, unicode included", async () => {
     const texts = [
       "The customer asks where the refund of order 456 is.",

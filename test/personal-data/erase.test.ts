@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { type AgentJournal, journalContent } from "../../functions/core/agent/agent";
 import { InMemoryCustomerKeys } from "../../functions/core/personal-data/customer-keys";
 import { eraseCustomer } from "../../functions/core/personal-data/erase";
 import { localKeyWrapping } from "../../functions/core/personal-data/local-key-wrapping";
@@ -140,5 +141,27 @@ describe("erasing a customer", () => {
     const view = await h.view(theirs);
     expect(Object.values(view?.turns ?? {}).map((t) => t.text)).toEqual(["Where is order 456?"]);
     expect(everything(h)).not.toContain(MARKER);
+  });
+});
+
+describe("erasing a customer whose runs hold the same texts as another's", () => {
+  it("leaves the other customer's run reading what it stored", async () => {
+    const { h, erase } = erasable();
+    const bobsTexts = async () => {
+      const run = [...h.store.states.values()].find(
+        (s) => s.aggregate.type === "agent_run" && JSON.stringify(s.data).includes("cust_bob"),
+      );
+      if (!run) throw new Error("bob's refund run is not stored");
+      const refs = await journalContent(run.data as AgentJournal, h.content);
+      return h.content.getMany(refs);
+    };
+    // Both ask in the same words about an order neither may refund: their runs say the same.
+    const asked = "Please refund order A-1002.";
+    await h.drain([clientMessage(newConversationId(), asked)]);
+    await h.drain([clientMessage(newConversationId(), asked, { customer: "cust_bob" })]);
+    const before = await bobsTexts();
+    expect(before.length).toBeGreaterThan(1);
+    expect((await erase()).outcome).toBe("erased");
+    expect(await bobsTexts()).toEqual(before);
   });
 });

@@ -31,8 +31,9 @@ export interface DynamoContentStoreOptions {
 }
 
 /**
- * The ContentStore on the state table: one item per text, `pk` = `content#<ref>` (the hex
- * SHA-256 of the text), the text in `text`.
+ * The ContentStore on the state table: one item per text and scope, `pk` = `content#<ref>` (the
+ * hex SHA-256 of the scope and the text: ../../core/agent/content.ts contentRef), the text in
+ * `text`.
  *
  * Why the state table and not a table of its own: the functions that run agents already hold its
  * grants (no new table, grant or environment variable to deploy), and nothing else there notices
@@ -77,10 +78,10 @@ export class DynamoContentStore implements ContentStore, ContentOverwriter {
     }
   }
 
-  async put(text: string): Promise<string> {
+  async put(text: string, scope?: string): Promise<string> {
     const tooLarge = contentTooLarge(text);
     if (tooLarge) throw tooLarge;
-    const ref = contentRef(text);
+    const ref = contentRef(text, scope);
     try {
       await this.client.send(
         PutItem({

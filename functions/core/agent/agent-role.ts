@@ -13,6 +13,7 @@ import {
   journalContent,
   newJournal,
 } from "./agent";
+import { scopedContent } from "./content";
 import { type AgentPorts, agentStep, type StepResult, type WriteDone } from "./loop";
 import { conversationTexts } from "./messages";
 import { approvalExpired, personDecides } from "./person";
@@ -160,10 +161,22 @@ export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
     // that names none: the default tenant's).
     tenantOfState: tenantOf,
     async decide(state, event, context) {
-      const decision = await decideOn(spec, state, event, context);
-      return withCurrentRun(spec, state, event, context.receiveCount, decision);
+      const run = inRunScope(spec, event);
+      const decision = await decideOn(run, state, event, context);
+      return withCurrentRun(run, state, event, context.receiveCount, decision);
     },
   };
+}
+
+/**
+ * The spec as the run an event goes to uses it: its texts stored in the run's own scope, keyed
+ * by the run's state (../agent/content.ts ContentStore), so that erasing its customer overwrites
+ * no text another run reads.
+ */
+function inRunScope(spec: AgentRoleSpec, event: Envelope): AgentRoleSpec {
+  const run = spec.descriptor.stateOf?.(event) ?? event.aggregate;
+  const content = scopedContent(spec.ports.content, `${run.type}#${run.id}`);
+  return { ...spec, ports: { ...spec.ports, content } };
 }
 
 /** What the run decides on a start, a step, a person's answer, a cancel or a deadline. */

@@ -7,20 +7,43 @@ import { ERASED } from "../personal-data/erased";
  * Content an agent run refers to (prompts, model turns, tool results), stored once by the hash of
  * its text so that the run's item keeps 64-character references instead of the text: a run of a
  * hundred turns stays a few KB however long its conversation grows. Writes are idempotent (the
- * same text has the same reference), and a write that a crash leaves unreferenced costs nothing
- * but its bytes. Implementations: InMemoryContentStore here; the DynamoDB adapter in
- * functions/adapters/dynamodb.
+ * same text in the same scope has the same reference), and a write that a crash leaves
+ * unreferenced costs nothing but its bytes. Implementations: InMemoryContentStore here; the
+ * DynamoDB adapter in functions/adapters/dynamodb.
+ *
+ * An agent run writes in its own scope (scopedContent, ./agent-role.ts): the same text in two runs
+ * is two items. Erasing a customer overwrites the texts of the customer's runs in place
+ * (../personal-data/erase.ts), so a text shared with another customer's run would be erased
+ * under that run too: an identical question, or a tool's `{"found":false}` that a run can be led
+ * to produce, would let one customer's erasure rewrite what other customers' runs, of any tenant,
+ * send their model. Storing apart costs nothing: a put of a text already stored bills the same.
  */
 export interface ContentStore {
-  /** Store `text` (idempotent); its reference. */
-  put(text: string): Promise<string>;
+  /**
+   * Store `text` (idempotent); its reference. `scope`: whose text it is (an agent run's state
+   * key), hashed with it so that no other scope's reference finds it.
+   */
+  put(text: string, scope?: string): Promise<string>;
   /** The texts of these references, in the same order; a missing one is a permanent error. */
   getMany(refs: readonly string[]): Promise<string[]>;
 }
 
-/** The reference of a text: the hex SHA-256 of its UTF-8 bytes. */
-export function contentRef(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
+/**
+ * The reference of a text: the hex SHA-256 of its UTF-8 bytes, after its scope's and a NUL when it
+ * has one (a scope is a key, which holds no NUL).
+ */
+export function contentRef(text: string, scope?: string): string {
+  const hash = createHash("sha256");
+  if (scope !== undefined) hash.update(`${scope}\u0000`);
+  return hash.update(text).digest("hex");
+}
+
+/** The store as one scope writes to it: every put in `scope` (ContentStore.put). */
+export function scopedContent(store: ContentStore, scope: string): ContentStore {
+  return {
+    put: (text) => store.put(text, scope),
+    getMany: (refs) => store.getMany(refs),
+  };
 }
 
 /** Largest text stored, in UTF-8 bytes (a DynamoDB item is at most 400 KB, key and names included). */
@@ -97,10 +120,10 @@ export class InMemoryContentStore implements ContentStore, ContentOverwriter {
   /** How many texts were written (a write of a text already stored counts too). */
   writes = 0;
 
-  async put(text: string): Promise<string> {
+  async put(text: string, scope?: string): Promise<string> {
     const tooLarge = contentTooLarge(text);
     if (tooLarge) throw tooLarge;
-    const ref = contentRef(text);
+    const ref = contentRef(text, scope);
     this.texts.set(ref, text);
     this.writes += 1;
     return ref;
