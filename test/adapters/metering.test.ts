@@ -371,6 +371,39 @@ describe("meter", () => {
     sqs.destroy();
   });
 
+  it("counts a call in the period it ends in: a long poll begun before a reset, answered after it", async () => {
+    const sqs = new SQSClient(emulator());
+    const m = meter(sqs);
+    const { QueueUrl = "" } = await sqs.send(
+      new CreateQueueCommand({ QueueName: `meter-${newUlid().toLowerCase()}` }),
+    );
+    // A poller waiting on an idle queue when the metered play begins, as the local runtime's do.
+    const polling = inMeterScope("poller", () =>
+      sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl,
+          WaitTimeSeconds: 10,
+          MessageSystemAttributeNames: ["ApproximateReceiveCount"],
+        }),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    m.reset();
+    await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: "the play's first message" }));
+    const { Messages = [] } = await polling;
+    expect(Messages).toHaveLength(1);
+    const received = { requests: 1, emptyReceives: 0, sent: 0, firstReceived: 1 };
+    expect(m.snapshot().calls).toEqual({ SendMessage: 1, ReceiveMessage: 1 });
+    expect(m.snapshot().queues[QueueUrl]).toEqual({
+      requests: 2,
+      emptyReceives: 0,
+      sent: 1,
+      firstReceived: 1,
+    });
+    expect(m.byScope().poller?.queues[QueueUrl]).toEqual(received);
+    sqs.destroy();
+  });
+
   it("counts EventBridge PutEvents as the events it publishes", async () => {
     const events = new EventBridgeClient(emulator());
     const m = meter(events);

@@ -17,7 +17,9 @@ import {
  * Per-client metering of AWS SDK v3 calls: how many calls of each operation, the requests each is
  * billed as (./billing.ts: SQS and EventBridge bill per 64 KB chunk), and for DynamoDB the read
  * and write capacity units consumed. Used by the benchmark and by tests that assert "one
- * BatchGetItem per load, one TransactWriteItems per commit".
+ * BatchGetItem per load, one TransactWriteItems per commit". A call is counted when it ends, in
+ * the tallies (and the scope) of that moment: a poller's long poll that began before a `reset()`
+ * and returned a message after it belongs to the metered play.
  *
  * Capacity: when the caller asked for `ConsumedCapacity` (`ReturnConsumedCapacity`) and the
  * response carries it, that number is used; a figure nobody asked for is ignored. Otherwise the
@@ -152,8 +154,13 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
   const middleware: MeterMiddleware = (next, context) => async (args) => {
     if (unmetered.getStore()) return next(args);
     const operation = (context.commandName ?? "Unknown").replace(/Command$/, "");
-    const counted = tallies();
-    for (const t of counted) t.calls[operation] = (t.calls[operation] ?? 0) + 1;
+    // A call counts in the tallies of when it ends: a long poll begun before a reset and answered
+    // after it is billed in the play whose message it received.
+    const counted = () => {
+      const current = tallies();
+      for (const t of current) t.calls[operation] = (t.calls[operation] ?? 0) + 1;
+      return current;
+    };
     const updated = updatedKeys(operation, args.input);
     const before = await sizes(updated);
     try {
@@ -162,16 +169,17 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
       const stored = before.map((size, i) => Math.max(size, after[i] ?? 0));
       const usage = capacity(operation, args.input, result.output, indexes(), stored);
       const billed = billedCall(operation, args.input, result.output);
-      for (const t of counted) {
+      for (const t of counted()) {
         t.add(usage.write, usage.read, usage.index);
         t.bill(operation, billed);
       }
       logWrite(client.middlewareStack, operation, args.input, stored, usage);
       return result;
     } catch (error) {
+      const failed = counted();
       if (failedCondition(error)) {
         const write = estimateWrites(operation, args.input, undefined, before);
-        for (const t of counted) t.add(write, 0, 0);
+        for (const t of failed) t.add(write, 0, 0);
         logWrite(client.middlewareStack, operation, args.input, before, { write, index: 0 }, true);
       }
       throw error;
