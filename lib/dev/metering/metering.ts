@@ -150,12 +150,37 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
     scopes.set(scope, tally);
     return [total, tally];
   };
+  const middleware = meteringMiddleware(client, tallies, indexes);
+  client.middlewareStack.add(middleware, { step: "build", name: MIDDLEWARE_NAME, override: true });
+  const created: Meter = {
+    snapshot: () => total.snapshot(),
+    writes: () => [...(writeLogs.get(client.middlewareStack) ?? [])],
+    byScope: () =>
+      Object.fromEntries([...scopes].map(([scope, tally]) => [scope, tally.snapshot()])),
+    reset: () => {
+      total = new Tally();
+      scopes = new Map();
+      writeLogs.get(client.middlewareStack)?.splice(0);
+    },
+  };
+  meters.set(client.middlewareStack, created);
+  return created;
+}
+
+/**
+ * The middleware of a meter: each call's units and billed requests added to `tallies()` (the
+ * total and the call's scope) when the call ends, so that a long poll begun before a reset and
+ * answered after it is billed in the play whose message it received.
+ */
+function meteringMiddleware(
+  client: MeterableClient,
+  tallies: () => Tally[],
+  indexes: () => { catalog: IndexCatalog; entries: IndexEntries },
+): MeterMiddleware {
   const sizes = storedSizes(client);
-  const middleware: MeterMiddleware = (next, context) => async (args) => {
+  return (next, context) => async (args) => {
     if (unmetered.getStore()) return next(args);
     const operation = (context.commandName ?? "Unknown").replace(/Command$/, "");
-    // A call counts in the tallies of when it ends: a long poll begun before a reset and answered
-    // after it is billed in the play whose message it received.
     const counted = () => {
       const current = tallies();
       for (const t of current) t.calls[operation] = (t.calls[operation] ?? 0) + 1;
@@ -185,20 +210,6 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
       throw error;
     }
   };
-  client.middlewareStack.add(middleware, { step: "build", name: MIDDLEWARE_NAME, override: true });
-  const created: Meter = {
-    snapshot: () => total.snapshot(),
-    writes: () => [...(writeLogs.get(client.middlewareStack) ?? [])],
-    byScope: () =>
-      Object.fromEntries([...scopes].map(([scope, tally]) => [scope, tally.snapshot()])),
-    reset: () => {
-      total = new Tally();
-      scopes = new Map();
-      writeLogs.get(client.middlewareStack)?.splice(0);
-    },
-  };
-  meters.set(client.middlewareStack, created);
-  return created;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
