@@ -241,7 +241,7 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
       const wait = page.locator(
         `[data-waiting="needs-human"] div[data-agent-run="${runs.unknown}"]`,
       );
-      const key = `${(await journalOf(runs.unknown))?.task_id}:${runs.unknown}:call_2_1`;
+      const key = `${(await journalOf(runs.unknown))?.task_id}:${runs.unknown}:2:call_2_1`;
       expect(await seen(wait)).toContain(`key ${key}`);
       const record = page.locator(`[data-side-effect-key="${key}"]`);
       expect(await seen(record)).toContain(`resolve it on agent run ${runs.unknown} (NEEDS_HUMAN)`);

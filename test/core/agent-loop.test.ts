@@ -626,7 +626,7 @@ describe("the agent loop (functions/core/agent)", () => {
     });
     const agent = tinyAgent([pay.tool]);
     const asked = (await step(agent, await begin(ports), ports)).journal;
-    const key = `${TASK}:${RUN}:call_1_1`;
+    const key = `${TASK}:${RUN}:1:call_1_1`;
     await expect(step(agent, asked, ports, { receiveCount: 1 })).rejects.toMatchObject({
       code: "tool.outcome_unknown",
       errorClass: "transient",
@@ -647,6 +647,51 @@ describe("the agent loop (functions/core/agent)", () => {
     expect(journal.status).toBe("COMPLETED");
     expect(model.lastResults()[0]?.content).toEqual({ receipt: "r-50" });
     expect(pay.keys).toEqual([key, key]);
+  });
+
+  it("a model that gives two turns' calls the same id: each write runs once under its own turn's key", async () => {
+    const asks = [{ cents: 50 }, { cents: 70 }];
+    const model: ModelPort = {
+      name: "same-ids",
+      async converse(request) {
+        const turn = request.messages.filter((m) => m.role === "assistant").length;
+        const cents = asks[turn];
+        return {
+          text: cents ? "" : GOOD_ANSWER,
+          ...(cents ? { toolCalls: [{ id: "call_1", name: "pay", input: cents }] } : {}),
+          stopReason: cents ? "tool_use" : "end_turn",
+          usage: { inputTokens: 10, outputTokens: 5 },
+          modelId: "same-ids",
+          latencyMs: 1,
+        };
+      },
+    };
+    const ports = portsWith(model);
+    const pay = payTool();
+    const { journal, conversation } = await drive(tinyAgent([pay.tool]), await begin(ports), ports);
+    expect(journal.status).toBe("COMPLETED");
+    expect(pay.keys).toEqual([`${TASK}:${RUN}:1:call_1`, `${TASK}:${RUN}:2:call_1`]);
+    const results = (conversation ?? []).flatMap(
+      (text) => (JSON.parse(text) as ModelMessage).toolResults ?? [],
+    );
+    expect(results.map((r) => r.content)).toEqual([{ receipt: "r-50" }, { receipt: "r-70" }]);
+  });
+
+  it("a call taken before calls kept their turn settles under the key it was claimed under", async () => {
+    const model = new ScriptedModel((turn) =>
+      turn === 1 ? { call: [["pay", { cents: 50 }]] } : { text: GOOD_ANSWER },
+    );
+    const ports = portsWith(model);
+    const pay = payTool();
+    const agent = tinyAgent([pay.tool]);
+    const asked = (await step(agent, await begin(ports), ports)).journal;
+    const before = {
+      ...asked,
+      pending: asked.pending.map(({ turn: _turn, ...call }) => call),
+    } as AgentJournal;
+    const settled = await step(agent, before, ports);
+    expect(pay.keys).toEqual([`${TASK}:${RUN}:call_1_1`]);
+    expect(settled.recorded).toMatchObject({ kind: "tool", key: `${TASK}:${RUN}:call_1_1` });
   });
 
   describe("approval", () => {
@@ -709,7 +754,7 @@ describe("the agent loop (functions/core/agent)", () => {
       ).rejects.toThrow(/call_1_1 was already decided: approve by ops@example.com/);
       const { journal, conversation } = await drive(agent, commit(approved.journal), ports);
       expect(journal.status).toBe("COMPLETED");
-      expect(pay.keys).toEqual([`${TASK}:${RUN}:call_1_1`]);
+      expect(pay.keys).toEqual([`${TASK}:${RUN}:1:call_1_1`]);
       // Resumed, the answering step read the turns before the wait from the store as well.
       expect(conversation).toEqual(await ports.content.getMany(journal.messages));
       expect(toolOutputsSeen(conversation ?? [])).toEqual([JSON.stringify({ receipt: "r-500" })]);

@@ -110,7 +110,7 @@ describe("an agent using another system's A2A agent as a tool on the local stack
     async () => {
       const runId = await askForInvoice("c-1");
       const done = await runReaches(env, runId, "COMPLETED", TIMEOUT);
-      const key = `${done.task_id}:${runId}:call_1`;
+      const key = `${done.task_id}:${runId}:1:call_1`;
       const [message] = messagesOf("c-1");
       expect(messagesOf("c-1")).toHaveLength(1);
       expect(message).toMatchObject({
@@ -137,7 +137,7 @@ describe("an agent using another system's A2A agent as a tool on the local stack
       // One message at the agent: the redelivered step asked for the task the stream named.
       expect(messagesOf("c-2")).toHaveLength(1);
       expect(agent.reads.get + agent.reads.list - reads).toBeGreaterThanOrEqual(1);
-      const key = `${done.task_id}:${runId}:call_1`;
+      const key = `${done.task_id}:${runId}:1:call_1`;
       expect(done.output).toEqual({
         invoice: agent.invoices.find((i) => i.messageId === key)?.id,
       });
@@ -158,7 +158,7 @@ describe("an agent using another system's A2A agent as a tool on the local stack
         const done = await runReaches(env, runId, "COMPLETED", TIMEOUT);
         expect(messagesOf("c-3")).toHaveLength(1);
         expect(agent.reads.get - gets).toBeGreaterThanOrEqual(1);
-        const key = `${done.task_id}:${runId}:call_1`;
+        const key = `${done.task_id}:${runId}:1:call_1`;
         expect(done.output).toEqual({
           invoice: agent.invoices.find((i) => i.messageId === key)?.id,
         });

@@ -112,7 +112,7 @@ describe("an agent using an MCP server's tools on the local stack", () => {
       const runId = await askForTicket("c-1", "c-1 cannot log in");
       const done = await runReaches(env, runId, "COMPLETED", TIMEOUT);
       const [ticket] = ticketsOf("c-1");
-      expect(ticket?.key).toBe(`${done.task_id}:${runId}:call_2`);
+      expect(ticket?.key).toBe(`${done.task_id}:${runId}:2:call_2`);
       expect(done.output).toEqual({ ticket: ticket?.id });
       expect(ticketsOf("c-1")).toHaveLength(1);
       expect(done.totals).toMatchObject({ model_turns: 3, tool_calls: 2 });
@@ -178,7 +178,7 @@ describe("an agent using an MCP server's tools on the local stack", () => {
       expect(made).toEqual([
         {
           id: expect.any(String),
-          key: `${done.task_id}:${runId}:call_2`,
+          key: `${done.task_id}:${runId}:2:call_2`,
           taskId: expect.any(String),
         },
       ]);

@@ -71,7 +71,7 @@ describe("the refund agent on the local stack", () => {
         `after model turn ${runId}:turn:1 asked get_order, get_refund_status`,
       );
       expect(trace.stdout).toContain(
-        `after tool call call_2_1 issue_refund: succeeded (run) (key ${done.task_id}:${runId}:call_2_1)`,
+        `after tool call call_2_1 issue_refund: succeeded (run) (key ${done.task_id}:${runId}:2:call_2_1)`,
       );
       const steps = await factsOf(runId, "refund_review.step.requested");
       expect(steps.map((e) => (e.payload as { done: { kind: string } }).done.kind)).toEqual([
@@ -104,7 +104,7 @@ describe("the refund agent on the local stack", () => {
         expect(refundsOf(orderId)).toBe(1);
         expect(await factsOf(runId, "refund.approved")).toHaveLength(1);
         const key = done.window.find((s) => s.tool === "issue_refund")?.key ?? "";
-        expect(key).toBe(`${done.task_id}:${runId}:call_2_1`);
+        expect(key).toBe(`${done.task_id}:${runId}:2:call_2_1`);
         // The second delivery found the record pending from the first and asked by the key.
         expect(await sideEffectOf(local.env, key)).toMatchObject({
           state: "succeeded",
@@ -142,7 +142,7 @@ describe("the refund agent on the local stack", () => {
       const status = await cli("status");
       expect(status.code, status.stderr).toBe(0);
       expect(status.stdout).toContain(`${runId} waits for outcome of issue_refund call_2_1`);
-      expect(status.stdout).toContain(`${waiting.task_id}:${runId}:call_2_1`);
+      expect(status.stdout).toContain(`${waiting.task_id}:${runId}:2:call_2_1`);
 
       const [receipt] = [...payments.refunds.values()].filter((r) => r.order_id === orderId);
       const resolved = await cli(

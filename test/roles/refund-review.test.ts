@@ -75,7 +75,7 @@ describe("the refund agent (seed 000 §10)", () => {
     expect(done[5]?.done).toMatchObject({
       tool: "issue_refund",
       tool_call_id: "call_2_1",
-      key: `${TASK}:${RUN}:call_2_1`,
+      key: `${TASK}:${RUN}:2:call_2_1`,
       outcome: "succeeded (run)",
     });
     for (const e of desk.t.emitted) expect(e.task_id).toBe(TASK);
@@ -128,7 +128,7 @@ describe("the refund agent (seed 000 §10)", () => {
     expect(desk.payments.refunds.size).toBe(1);
     expect(desk.payments.calls).toBe(1);
     expect(desk.facts("refund.approved")).toHaveLength(1);
-    const record = await desk.sideEffects.get(`${TASK}:${RUN}:call_2_1`);
+    const record = await desk.sideEffects.get(`${TASK}:${RUN}:2:call_2_1`);
     expect(record).toMatchObject({ state: "succeeded", attempts: 2 });
   });
 
@@ -152,7 +152,7 @@ describe("the refund agent (seed 000 §10)", () => {
     await desk.ask("456", "Refund please");
     await desk.drain();
     expect(desk.payments.calls).toBe(2);
-    expect([...desk.payments.refunds.keys()]).toEqual([`${TASK}:${RUN}:call_2_1`]);
+    expect([...desk.payments.refunds.keys()]).toEqual([`${TASK}:${RUN}:2:call_2_1`]);
     expect(desk.facts("refund.approved")).toHaveLength(1);
   });
 
@@ -178,14 +178,14 @@ describe("the refund agent (seed 000 §10)", () => {
     expect(waiting?.waiting).toMatchObject({
       kind: "outcome",
       tool: "issue_refund",
-      key: `${TASK}:${RUN}:call_2_1`,
+      key: `${TASK}:${RUN}:2:call_2_1`,
     });
     expect(desk.facts("refund.review.needs_person")[0]?.payload).toMatchObject({
       waiting: "outcome",
       tool: "issue_refund",
     });
     expect(desk.payments.calls).toBe(1);
-    expect((await desk.sideEffects.get(`${TASK}:${RUN}:call_2_1`))?.state).toBe("unknown");
+    expect((await desk.sideEffects.get(`${TASK}:${RUN}:2:call_2_1`))?.state).toBe("unknown");
     // The operator checks the payment system and says it was applied, with its receipt.
     const receipt = [...desk.payments.refunds.values()][0];
     await desk.decide({
@@ -198,7 +198,7 @@ describe("the refund agent (seed 000 §10)", () => {
     expect((await desk.journal())?.status).toBe("COMPLETED");
     expect(desk.facts("refund.approved")).toHaveLength(1);
     expect(desk.payments.calls).toBe(1);
-    expect((await desk.sideEffects.get(`${TASK}:${RUN}:call_2_1`))?.state).toBe("succeeded");
+    expect((await desk.sideEffects.get(`${TASK}:${RUN}:2:call_2_1`))?.state).toBe("succeeded");
   });
 
   it("a refund over the threshold waits for a person; approved, it is made", async () => {

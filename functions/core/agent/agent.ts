@@ -92,9 +92,15 @@ export function defineAgent<O>(definition: AgentDefinition<O>): AgentDefinition<
 
 /** A tool call of the run's latest model turn, and what became of it so far. */
 export interface PendingCall {
+  /** The model's id of the call, unique within its turn. */
   readonly id: string;
   readonly name: string;
   readonly input: unknown;
+  /**
+   * The model turn that asked for it (the run's `model_turns` then), part of its key
+   * (./tool-call.ts toolCallKey); absent in a call taken before calls kept it.
+   */
+  readonly turn?: number;
   /** The answer sent back to the model (content reference), once the call is settled. */
   readonly result?: { readonly ref: string; readonly is_error: boolean };
   /** A person's decision on a call that needed approval. */

@@ -164,6 +164,7 @@ async function modelStep(
       id: call.id,
       name: call.name,
       input: call.input,
+      turn,
     }));
     const next = recorded(journal, step, now, { totals, ...messages, pending });
     return refuseInvalidCalls(agent, next, ports, now);
@@ -358,7 +359,7 @@ async function callStep(
   const { now } = context;
   const tool = agent.tools.find((t) => t.name === call.name) as AnyTool;
   const input = tool.input.parse(call.input);
-  const key = toolCallKey(journal.task_id, journal.run_id, call.id);
+  const key = toolCallKey(journal.task_id, journal.run_id, call);
   const approval = tool.approval;
   if (approval?.required(input) && call.decision === undefined)
     return block(journal, now, {

@@ -98,7 +98,7 @@ async function settlesClaimedWrite(
   const call = journal.pending.find((p) => p.result === undefined);
   const tool = call && agent.tools.find((t) => t.name === call.name);
   if (!call || tool?.effect !== "write") return false;
-  const key = toolCallKey(journal.task_id, journal.run_id, call.id);
+  const key = toolCallKey(journal.task_id, journal.run_id, call);
   return (await ports.sideEffects.get(key)) !== undefined;
 }
 

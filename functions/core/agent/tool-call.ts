@@ -2,7 +2,7 @@ import * as z from "../../../schemas/zod";
 import { type AgentBusError, PermanentError, TransientError, UnknownOutcomeError } from "../errors";
 import type { SideEffectStore } from "../side-effects";
 import { type LearntBy, type ResumableWrite, type StillGoingOn, writeOnce } from "../write-once";
-import type { AnyTool } from "./agent";
+import type { AnyTool, PendingCall } from "./agent";
 import type { ToolCallContext } from "./tool";
 
 /**
@@ -10,8 +10,9 @@ import type { ToolCallContext } from "./tool";
  *
  * - A read tool runs; its output goes back to the model. A refusal (PermanentError) goes back as
  *   an error the model can read; anything else is retried with the delivery (read tools may be).
- * - A write tool is an outside write run once under the key `<task_id>:<agent run>:<tool call
- *   id>` by `writeOnce` (../write-once.ts, whose contract this is, as the sender's sends are):
+ * - A write tool is an outside write run once under the key `<task_id>:<agent run>:<turn>:<tool
+ *   call id>` (toolCallKey) by `writeOnce` (../write-once.ts, whose contract this is, as the
+ *   sender's sends are):
  *   claimed `pending` before the call, then recorded `succeeded` (its output kept with the
  *   record), `failed` (refused: the model is told), or `unknown`. A final record answers without
  *   a call; an earlier attempt's record, or a timeout, is asked about by `query(key)`, or, for a
@@ -44,9 +45,21 @@ export interface ToolCallRun {
   readonly maxUnknownAttempts: number;
 }
 
-/** The idempotency key of a tool call: `<task_id>:<agent run>:<tool call id>`. */
-export function toolCallKey(taskId: string, runId: string, toolCallId: string): string {
-  return `${taskId}:${runId}:${toolCallId}`;
+/**
+ * The idempotency key of a tool call: `<task_id>:<agent run>:<turn>:<tool call id>`. The id is the
+ * model's, unique only within its turn: a model may number each turn's calls from 1 again, and
+ * under `<task_id>:<agent run>:<id>` alone a second turn's write would find the first's record
+ * and answer with its outcome, never run. A call taken before calls kept their turn
+ * (`PendingCall.turn` absent) keeps the key it was claimed under, without the turn.
+ */
+export function toolCallKey(
+  taskId: string,
+  runId: string,
+  call: Pick<PendingCall, "id" | "turn">,
+): string {
+  return call.turn === undefined
+    ? `${taskId}:${runId}:${call.id}`
+    : `${taskId}:${runId}:${call.turn}:${call.id}`;
 }
 
 /** Run one call of a read tool. */

@@ -35,7 +35,7 @@ export interface ToolCallContext {
   readonly taskId: string;
   readonly runId: string;
   readonly toolCallId: string;
-  /** The idempotency key of the call: `<task_id>:<agent run>:<tool call id>`. */
+  /** The call's idempotency key: `<task_id>:<agent run>:<turn>:<tool call id>` (toolCallKey). */
   readonly key: string;
   /** What the run is about (its journal's subject: the customer, the order...). */
   readonly subject: Readonly<Record<string, string>>;

@@ -344,7 +344,7 @@ function refundsOfTheReviewedOrder(made: RunFacts["refundsMade"]): Violation[] {
     }));
 }
 
-/** The run of a refund review's key `<task_id>:<run_id>:<tool call id>`. */
+/** The run of a refund review's key `<task_id>:<run_id>:<turn>:<tool call id>`. */
 export function runOfRefundKey(key: string): string {
   return key.split(":")[1] ?? "";
 }
