@@ -257,7 +257,11 @@ describe("AG-UI streams on the local stack, followed by @ag-ui/client with drops
       // The customer is told: nothing more comes to the turn, so a read now is a fresh read.
       await local.delivered(tenantConversationId("acme", conversation), task);
       const url = `${door().url}/conversations/${conversation}/agui`;
-      const full = await connect(url, token, "", () => false, 5000);
+      // Everything through the delivery's run (read until then, however slow the machine).
+      const delivered = (seen: readonly Seen[]) =>
+        seen.some((s) => JSON.stringify(s.event).includes('"value":"delivered"')) &&
+        seen.at(-1)?.event.type === "RUN_FINISHED";
+      const full = await connect(url, token, "", delivered, TIMEOUT);
       await expect(
         lastValueFrom(from(full.map((s) => s.event)).pipe(verifyEvents(false), toArray())),
       ).resolves.toHaveLength(full.length);
@@ -299,7 +303,13 @@ describe("AG-UI streams on the local stack, followed by @ag-ui/client with drops
       const events = full.map((s) => JSON.stringify(s.event));
       for (const [cut, { event, id }] of full.entries())
         if (event.type.startsWith("TOOL_CALL_")) {
-          const rest = await connect(url, token, id, (s) => s.length >= events.length - cut - 1);
+          const rest = await connect(
+            url,
+            token,
+            id,
+            (s) => s.length >= events.length - cut - 1,
+            TIMEOUT,
+          );
           expect(
             rest.map((s) => JSON.stringify(s.event)),
             `after ${cut}`,
