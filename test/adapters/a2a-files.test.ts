@@ -36,7 +36,8 @@ import { firstJournal } from "../support/agent-journal";
 const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
 const RUN = "run_files_1";
 const T0 = new Date("2026-03-01T09:00:00.000Z");
-const KEY = `${TASK}:${RUN}:call_1`;
+/** The key of the first turn's call `call_1` (`<task>:<run>:<turn>:<call>`). */
+const KEY = `${TASK}:${RUN}:1:call_1`;
 const PDF = new Uint8Array(Buffer.from("%PDF-1.7 twelve euros"));
 const INVOICE: A2aFile = { name: "invoice.pdf", mediaType: "application/pdf", bytes: PDF };
 const TERMS: A2aFile = { name: "terms", uri: "https://partner.example/terms.pdf" };

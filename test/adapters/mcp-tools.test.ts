@@ -38,7 +38,8 @@ import { MCP_TOKEN, startTestMcpServer, type TestMcpServer } from "../support/mc
 const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
 const RUN = "run_desk_1";
 const T0 = new Date("2026-03-01T09:00:00.000Z");
-const KEY_OF_CALL_1 = `${TASK}:${RUN}:call_1`;
+/** The key of the first turn's call `call_1` (`<task>:<run>:<turn>:<call>`). */
+const KEY_OF_CALL_1 = `${TASK}:${RUN}:1:call_1`;
 
 const Answer = z.object({ ticket: z.string() });
 
