@@ -155,7 +155,7 @@ describe("erasing a customer whose runs hold the same texts as another's", () =>
       const refs = await journalContent(run.data as AgentJournal, h.content);
       return h.content.getMany(refs);
     };
-    // Both ask in the same words about an order neither may refund: their runs say the same.
+    // Both ask in the same words: their runs start with the same text (and ask the same tools).
     const asked = "Please refund order A-1002.";
     await h.drain([clientMessage(newConversationId(), asked)]);
     await h.drain([clientMessage(newConversationId(), asked, { customer: "cust_bob" })]);
