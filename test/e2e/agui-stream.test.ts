@@ -30,6 +30,11 @@ interface Seen {
   readonly event: BaseEvent;
 }
 
+/** Enough of a conversation's stream: `deliveries` replies delivered, and the last one's run ended. */
+const throughDeliveries = (deliveries: number) => (seen: readonly Seen[]) =>
+  seen.filter((s) => JSON.stringify(s.event).includes('"value":"delivered"')).length ===
+    deliveries && seen.at(-1)?.event.type === "RUN_FINISHED";
+
 const RUNS = 200;
 
 /** A seeded generator, so that a failure names the drops that made it. */
@@ -204,9 +209,7 @@ describe("AG-UI streams on the local stack, followed by @ag-ui/client with drops
 
       // A fresh read of everything (through the third delivery's run): what every follower must
       // have seen, in this order.
-      const complete = (seen: readonly Seen[]) =>
-        seen.filter((s) => JSON.stringify(s.event).includes('"value":"delivered"')).length ===
-          texts.length && seen.at(-1)?.event.type === "RUN_FINISHED";
+      const complete = throughDeliveries(texts.length);
       const full = (await connect(url, token, "", complete, TIMEOUT)).map((s) =>
         JSON.stringify(s.event),
       );
@@ -258,10 +261,7 @@ describe("AG-UI streams on the local stack, followed by @ag-ui/client with drops
       await local.delivered(tenantConversationId("acme", conversation), task);
       const url = `${door().url}/conversations/${conversation}/agui`;
       // Everything through the delivery's run (read until then, however slow the machine).
-      const delivered = (seen: readonly Seen[]) =>
-        seen.some((s) => JSON.stringify(s.event).includes('"value":"delivered"')) &&
-        seen.at(-1)?.event.type === "RUN_FINISHED";
-      const full = await connect(url, token, "", delivered, TIMEOUT);
+      const full = await connect(url, token, "", throughDeliveries(1), TIMEOUT);
       await expect(
         lastValueFrom(from(full.map((s) => s.event)).pipe(verifyEvents(false), toArray())),
       ).resolves.toHaveLength(full.length);
