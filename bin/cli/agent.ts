@@ -15,7 +15,7 @@ import { review } from "./customer-support";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
 import { actingTenantOption, tenantArgument, tenantOption } from "./tenant";
-import { confirmNode } from "./workflow";
+import { confirmNode, waitingSinceOption } from "./workflow";
 
 /**
  * What waits for a person's approval, and the answers (the approval primitive,
@@ -54,6 +54,7 @@ interface ApproveOptions {
   readonly step?: string;
   readonly reason?: string;
   readonly text?: string;
+  readonly since?: string;
   readonly tenant?: string;
 }
 
@@ -66,6 +67,8 @@ async function approveOrReject(
 ): Promise<void> {
   const tenant = tenantArgument(options.tenant);
   if (options.step === undefined) {
+    if (options.since !== undefined)
+      throw new UsageError("--since names a workflow node's wait, with --step; nothing sent");
     if (!id.startsWith("task_"))
       throw new UsageError(
         `${JSON.stringify(id)}: name the step with --step (a tool call of an agent run, a node of a workflow run), or give a held reply's task id; nothing sent`,
@@ -83,9 +86,15 @@ async function approveOrReject(
     t,
     async (stack) => (await loadAgentRun(stack, id)) !== undefined,
   );
+  if (isAgentRun && options.since !== undefined)
+    throw new UsageError("--since names a workflow node's wait only; nothing sent");
   if (isAgentRun) return decide(t, id, verdict, { step, reason: options.reason, tenant });
   const answer = verdict === "approve" ? "confirmed" : "refused";
-  return confirmNode(t, id, step, answer, options.reason, tenant);
+  return confirmNode(t, id, step, answer, {
+    ...(options.reason === undefined ? {} : { note: options.reason }),
+    ...(tenant === undefined ? {} : { tenant }),
+    ...(options.since === undefined ? {} : { waitingSince: options.since }),
+  });
 }
 
 function printApprovals(approvals: readonly ApprovalView[]): void {
@@ -171,6 +180,7 @@ export function approveCommand(targetOf: TargetOf): Command {
       "an agent run (with --step), a workflow run (with --step) or a held reply's task id",
     )
     .addOption(approvalStep())
+    .addOption(waitingSinceOption())
     .option("--text <text>", "a held reply: send this text instead of the draft")
     .addOption(reason())
     .addOption(actingTenantOption())
@@ -186,6 +196,7 @@ export function rejectCommand(targetOf: TargetOf): Command {
       "an agent run (with --step), a workflow run (with --step) or a held reply's task id",
     )
     .addOption(approvalStep())
+    .addOption(waitingSinceOption())
     .addOption(reason())
     .addOption(actingTenantOption())
     .action(async function (this: Command, id: string, options: ApproveOptions) {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { Command } from "commander";
+import { Command, Option } from "commander";
 import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoWorkflowRegistry } from "../../functions/adapters/dynamodb/workflow-registry";
@@ -147,6 +147,8 @@ function printSent(runId: string, { envelope, bus }: Sent): void {
   if (payload.reason !== undefined) out(`  reason          ${JSON.stringify(payload.reason)}`);
   if (payload.answer !== undefined) out(`  answer          ${String(payload.answer)}`);
   if (payload.note !== undefined) out(`  note            ${JSON.stringify(payload.note)}`);
+  if (payload.waiting_since !== undefined)
+    out(`  waiting_since   ${String(payload.waiting_since)}`);
   if (payload.signal !== undefined) out(`  signal          ${String(payload.signal)}`);
 }
 
@@ -510,17 +512,34 @@ export function confirmNode(
   runId: string,
   nodeId: string,
   answer: "confirmed" | "refused",
-  note: string | undefined,
-  tenant: string | undefined,
+  options: { note?: string; tenant?: string; waitingSince?: string },
 ): Promise<void> {
+  const { note, tenant, waitingSince } = options;
   const req: RunRequest = {
     kind: "confirm",
     nodeId: nodeIdOf(nodeId, "--step"),
     answer,
     ...(note === undefined ? {} : { note }),
+    ...(waitingSince === undefined ? {} : { waitingSince: waitingSinceOf(waitingSince) }),
   };
   return request(t, runIdOf(runId, "run id"), req, tenant);
 }
+
+/** `--since`: the time a wait began, as `agentbus approvals` prints it (ISO 8601). */
+function waitingSinceOf(text: string): string {
+  if (Number.isNaN(Date.parse(text)))
+    throw new UsageError(
+      `--since ${JSON.stringify(text)} is not a time (ISO 8601, as agentbus approvals prints it); nothing sent`,
+    );
+  return text;
+}
+
+/** `--since`: the wait an answer is for (a node waits more than once). */
+export const waitingSinceOption = () =>
+  new Option(
+    "--since <time>",
+    "the wait answered, by since when it waits (as agentbus approvals prints it): refused when the node now waits for something else",
+  );
 
 /** `workflow confirm` */
 function confirmCommand(globals: Globals): Command {
@@ -532,17 +551,22 @@ function confirmCommand(globals: Globals): Command {
     .requiredOption("--node <node-id>", "the BLOCKED node")
     .option("--refuse", "refuse instead of confirming (the node fails)")
     .option("--note <text>", "what you confirm, or why you refuse (handed to the agent)")
+    .addOption(waitingSinceOption())
     .addOption(actingTenantOption())
     .action(async function (
       this: Command,
       runIdArg: string,
-      options: { node: string; refuse?: boolean; note?: string; tenant?: string },
+      options: { node: string; refuse?: boolean; note?: string; since?: string; tenant?: string },
     ) {
       const tenant = tenantArgument(options.tenant);
       const runId = runIdOf(runIdArg, "run id");
       const nodeId = nodeIdOf(options.node, "--node");
       const answer = options.refuse ? "refused" : "confirmed";
-      await confirmNode(globals(this), runId, nodeId, answer, options.note, tenant);
+      await confirmNode(globals(this), runId, nodeId, answer, {
+        ...(options.note === undefined ? {} : { note: options.note }),
+        ...(tenant === undefined ? {} : { tenant }),
+        ...(options.since === undefined ? {} : { waitingSince: options.since }),
+      });
     });
 }
 

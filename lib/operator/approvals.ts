@@ -109,7 +109,13 @@ async function heldReplyOf(stack: OpsStack, taskId: string): Promise<Untenanted[
   return [{ kind: "held_reply", id: taskId, stepOption: false, taskId, ...request }];
 }
 
-/** The command that answers a wait, as it is typed. */
+/**
+ * The command that answers a wait, as it is typed; a workflow node's names the wait by its
+ * `since` (a node waits more than once: the answer must not approve a later wait).
+ */
 export function approveCommandLine(view: ApprovalView, verdict: "approve" | "reject"): string {
-  return `agentbus ${verdict} ${view.id}${view.stepOption ? ` --step ${view.step}` : ""}`;
+  const step = view.stepOption ? ` --step ${view.step}` : "";
+  const since =
+    view.kind === "confirmation" || view.kind === "plan" ? ` --since ${view.since}` : "";
+  return `agentbus ${verdict} ${view.id}${step}${since}`;
 }

@@ -7,6 +7,7 @@ import {
 import {
   currentPlanApproval,
   type OrchestratorState,
+  personWaitSince,
 } from "../../functions/roles/orchestrator/state";
 import { currentTimers } from "../../functions/roles/orchestrator/timers";
 import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve";
@@ -36,6 +37,12 @@ export type RunRequest =
       readonly nodeId: string;
       readonly answer: "confirmed" | "refused";
       readonly note?: string;
+      /**
+       * Since when the wait answered has waited, as the operator was shown it (`agentbus
+       * approvals`, the console): refused when the node now waits since another time. None: the
+       * wait the stored run shows when the command is checked, which the command then names.
+       */
+      readonly waitingSince?: string;
     }
   | {
       readonly kind: "signal";
@@ -80,8 +87,7 @@ export function runRequestProblem(
   if (!node)
     return `run ${runId} has no node ${request.nodeId} (its nodes: ${Object.keys(run.nodes).join(", ")})`;
   if (request.kind === "rerun") return undefined;
-  if (request.kind === "confirm")
-    return confirmProblem(state, runId, request.nodeId, request.answer);
+  if (request.kind === "confirm") return confirmProblem(state, runId, request);
   if (node.state !== "FAILED")
     return request.kind === "reset"
       ? `node ${request.nodeId} of run ${runId} is ${node.state}; only a FAILED node can be reset (use \`workflow rerun --from ${request.nodeId}\` to run it again)`
@@ -99,9 +105,11 @@ export function runRequestProblem(
 function confirmProblem(
   state: OrchestratorState,
   runId: string,
-  nodeId: string,
-  answer: "confirmed" | "refused",
+  { nodeId, answer, waitingSince }: Extract<RunRequest, { kind: "confirm" }>,
 ): string | undefined {
+  const since = personWaitSince(state, nodeId);
+  if (waitingSince !== undefined && since !== undefined && since !== waitingSince)
+    return `node ${nodeId} of run ${runId} no longer waits for what was answered (waiting since ${waitingSince}): it now waits since ${since} (see agentbus approvals)`;
   const plan = currentPlanApproval(state, nodeId);
   if (plan) {
     const decision = plan.decision;
@@ -204,21 +212,30 @@ export function parseOutput(
 
 /**
  * The command for a request on run `runId`, by `requestedBy`; in the tenant the stored `run`
- * records (so that what the command causes stays in that tenant), none before it is read.
+ * records (so that what the command causes stays in that tenant), none before it is read. A
+ * confirmation names the wait the stored run shows, when its request names none.
  */
 export function runRequestCommand(
   runId: string,
   request: RunRequest,
   requestedBy: string,
-  run?: Pick<OrchestratorState, "tenant_id">,
+  run?: OrchestratorState | Pick<OrchestratorState, "tenant_id">,
 ): OperatorCommand {
-  return inTenant(commandOf(runId, request, requestedBy), run?.tenant_id);
+  const stored = run && "run" in run ? run : undefined;
+  return inTenant(commandOf(runId, request, requestedBy, stored), run?.tenant_id);
 }
 
-function commandOf(runId: string, request: RunRequest, requestedBy: string): OperatorCommand {
+function commandOf(
+  runId: string,
+  request: RunRequest,
+  requestedBy: string,
+  stored: OrchestratorState | undefined,
+): OperatorCommand {
   const reason =
     "reason" in request && request.reason !== undefined ? { reason: request.reason } : {};
-  if (request.kind === "confirm")
+  if (request.kind === "confirm") {
+    // The answer names the wait it was given to, so that it never answers a later one.
+    const since = request.waitingSince ?? (stored && personWaitSince(stored, request.nodeId));
     return {
       type: RUN_REQUEST_TYPES.confirm,
       aggregate: { type: "dag_run", id: runId },
@@ -228,8 +245,10 @@ function commandOf(runId: string, request: RunRequest, requestedBy: string): Ope
         answer: request.answer,
         requested_by: requestedBy,
         ...(request.note === undefined ? {} : { note: request.note }),
+        ...(since === undefined ? {} : { waiting_since: since }),
       },
     };
+  }
   if (request.kind === "signal")
     return {
       type: RUN_REQUEST_TYPES.signal,

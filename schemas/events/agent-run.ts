@@ -71,6 +71,14 @@ export const WorkflowConfirmRequestedPayload = z.object({
   /** What the operator confirms or why they refuse; handed to the agent with the answer. */
   note: z.optional(OperatorReason),
   requested_by: Requester,
+  /**
+   * Since when the wait this answers has waited (its `since`, as `agentbus approvals` and the
+   * console showed it): a node waits more than once (a map's items one at a time, a plan proposed
+   * again after a re-run), and an answer given to one wait must not answer the next. Refused
+   * (`workflow.confirm_stale`) when the node now waits since another time; none: whatever the
+   * node waits for when the answer arrives.
+   */
+  waiting_since: z.optional(IsoTime),
 });
 export type WorkflowConfirmRequested = z.infer<typeof WorkflowConfirmRequestedPayload>;
 

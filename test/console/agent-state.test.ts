@@ -95,6 +95,8 @@ describe("confirming a BLOCKED node from the run page", () => {
     expect(html).toContain('data-action="confirm" data-node="writing"');
     expect(html).toContain('name="answer" value="confirmed"');
     expect(html).toContain('name="answer" value="refused"');
+    // The answer names the wait shown, so it never answers one the node waits for later.
+    expect(html).toContain('<input type="hidden" name="since" value="2026-11-30T12:00:05.000Z">');
     expect(html).not.toContain('data-node="fact-check"');
   });
 
@@ -110,6 +112,13 @@ describe("confirming a BLOCKED node from the run page", () => {
         request: { kind: "confirm", nodeId: "writing", answer: "refused", note: "quote withdrawn" },
       },
     });
+    const since = "2026-11-30T12:00:05.000Z";
+    expect(
+      parseAction(
+        "/runs/run_r2/confirm",
+        new URLSearchParams({ node: "writing", since, answer: "confirmed", reason: "checked" }),
+      ),
+    ).toMatchObject({ action: { request: { kind: "confirm", waitingSince: since } } });
     const bad = parseAction(
       "/runs/run_r2/confirm",
       new URLSearchParams({ node: "writing", answer: "maybe", reason: "x" }),

@@ -153,6 +153,31 @@ describe("a BLOCKED agent run", () => {
     ]);
   });
 
+  it("takes an answer only for the wait it was given to (waiting_since)", async () => {
+    const { bus, runId } = await blockedRun();
+    const since = bus.state(runId).leases?.review?.blocked?.since;
+    if (since === undefined) throw new Error("the node is not BLOCKED");
+    const to = (waitingSince: string) =>
+      bus.command("workflow.confirm.requested", runId, {
+        node_id: "review",
+        answer: "confirmed",
+        requested_by: "alice",
+        waiting_since: waitingSince,
+      });
+    const earlier = new Date(Date.parse(since) - 60_000).toISOString();
+    bus.send(to(earlier));
+    await bus.drain();
+    expect(bus.emitted("workflow.rejected").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ request: "confirm", code: "workflow.confirm_stale" }),
+    ]);
+    expect(bus.agentRun(runId, "review")?.state).toBe("BLOCKED");
+    expect(bus.emitted("review.confirm.requested")).toEqual([]);
+
+    bus.send(to(since));
+    await bus.drain();
+    expect(bus.agentRun(runId, "review")?.state).toBe("COMPLETED");
+  });
+
   it("fails on a refusal, with the operator's words", async () => {
     const { bus, runId } = await blockedRun();
     bus.send(confirm(bus, runId, "refused", "the source withdrew the quote"));

@@ -78,7 +78,9 @@ const WRITING_PLAN = {
 async function setUp(plan: unknown) {
   const echo = stepModule("echo", () => ({ echoed: true }));
   const stamp = stepModule("stamp", () => ({ stamped: true }), { sideEffects });
-  const planner = stepModule("planner", () => ({ plan }));
+  const planner = stepModule("planner", () => ({
+    plan: typeof plan === "function" ? plan() : plan,
+  }));
   const modules = [echo.module, stamp.module, planner.module];
   const stepRoles = stepRolesOf([...contentAgentModules, ...modules]);
   const registry = new InMemoryWorkflowRegistry();
@@ -115,6 +117,15 @@ const answer = (bus: Bus, runId: string, verdict: "confirmed" | "refused", note?
     answer: verdict,
     requested_by: "alice",
     ...(note === undefined ? {} : { note }),
+  });
+
+/** An answer given to the wait shown as waiting since `since`. */
+const answerTo = (bus: Bus, runId: string, verdict: "confirmed" | "refused", since: string) =>
+  bus.command("workflow.confirm.requested", runId, {
+    node_id: "run",
+    answer: verdict,
+    requested_by: "alice",
+    waiting_since: since,
   });
 
 describe("a plan that asks for a write waits for a person's approval", () => {
@@ -240,6 +251,44 @@ describe("a plan that asks for a write waits for a person's approval", () => {
     ]);
     expect(starts(bus).filter((s) => s.approval !== undefined)).toEqual([]);
     expect(stamp.calls).toEqual([]);
+  });
+
+  it("refuses an approval given to the plan before a re-run: the new plan waits for its own", async () => {
+    let plan: unknown = WRITING_PLAN;
+    const { bus, runId, stamp } = await setUp(() => plan);
+    // Alice is shown the first plan; Bob refuses it and runs the planner again, which now plans
+    // three writes.
+    const seen = planApprovals(bus.state(runId))[0]?.since;
+    if (seen === undefined) throw new Error("no plan waits");
+    bus.send(answer(bus, runId, "refused"));
+    await bus.drain();
+    bus.clock.advance(1000);
+    plan = {
+      name: "bigger-plan",
+      nodes: ["one", "two", "three"].map((id) => ({ id, role: "stamp" })),
+      edges: [],
+    };
+    bus.send(
+      bus.command("workflow.rerun.requested", runId, { node_id: "planner", requested_by: "bob" }),
+    );
+    await bus.drain();
+    const now = planApprovals(bus.state(runId))[0];
+    expect(now?.action).toBe("run plan bigger-plan v1");
+    expect(now?.since).not.toBe(seen);
+
+    // Alice's approval, given to the first plan, starts nothing.
+    bus.send(answerTo(bus, runId, "confirmed", seen));
+    await bus.drain();
+    expect(bus.emitted("workflow.rejected").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ request: "confirm", code: "workflow.confirm_stale" }),
+    ]);
+    expect(planApprovals(bus.state(runId))).toEqual([now]);
+    expect(stamp.calls).toEqual([]);
+
+    // An approval of the plan now shown starts it.
+    bus.send(answerTo(bus, runId, "confirmed", now?.since ?? ""));
+    await bus.drain();
+    expect(stamp.calls.map((call) => call.split("/")[1]).sort()).toEqual(["one", "three", "two"]);
   });
 
   it("runs a plan that writes nothing at once", async () => {

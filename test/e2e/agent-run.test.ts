@@ -135,6 +135,7 @@ describe("agent runs on the local stack", () => {
 
       // The confirmation is one of the approvals, answered by `agentbus approve <run> --step`.
       const listed = await cli("approvals", "--json");
+      const since = blocked.leases?.review?.blocked?.since ?? "";
       expect(JSON.parse(listed.stdout)).toContainEqual(
         expect.objectContaining({
           kind: "confirmation",
@@ -142,14 +143,32 @@ describe("agent runs on the local stack", () => {
           step: "review",
           action: "resume review",
           input: { question: expect.any(String) },
+          since,
           deadline: blocked.leases?.review?.blocked?.confirm_by,
         }),
       );
+      const printed = await cli("approvals");
+      expect(printed.stdout).toContain(
+        `agentbus approve ${run.runId} --step review --since ${since}`,
+      );
+      // An answer given to another wait of the node is refused, nothing sent.
+      const stale = await cli(
+        "approve",
+        run.runId,
+        "--step",
+        "review",
+        "--since",
+        "2026-01-01T00:00:00.000Z",
+      );
+      expect(stale.code).toBe(2);
+      expect(stale.stderr).toContain("no longer waits for what was answered");
       const confirmed = await cli(
         "approve",
         run.runId,
         "--step",
         "review",
+        "--since",
+        since,
         "--reason",
         "the source confirmed the quote",
       );

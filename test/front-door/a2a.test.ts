@@ -408,6 +408,8 @@ describe("an offered role's JSON-RPC calls, in memory", () => {
         answer: "confirmed",
         note: "confirmed",
         requested_by: "user_acme",
+        // The wait the answer was read against: the orchestrator refuses it for any later one.
+        waiting_since: "2026-12-05T10:00:00Z",
       },
     });
     expect(answered.result?.task).toMatchObject({ status: { state: "TASK_STATE_COMPLETED" } });

@@ -107,6 +107,67 @@ describe("runRequestCommand", () => {
   });
 });
 
+describe("a confirmation of a BLOCKED node", () => {
+  // Long form v2 with writing RUNNING and its agent BLOCKED on a question since 10:00.
+  const def = longFormV2;
+  let t = startRun(def, RUN, { topic_hint: "tides" });
+  t = onNodeCompleted(t.run, def, "topic-selection", { topic: "t", angle: "a", sources: ["s"] }, 0);
+  t = onNodeCompleted(
+    t.run,
+    def,
+    "fact-check",
+    { verdict: "pass", checked_claims: 1, notes: "ok" },
+    0,
+  );
+  const generation = t.run.nodes.writing?.assigned_generation ?? -1;
+  const since = "2026-12-01T10:00:00.000Z";
+  const blocked: OrchestratorState = {
+    workflow: "long-form",
+    run: t.run,
+    held: [],
+    timeline: [],
+    leases: {
+      writing: {
+        generation,
+        expires_at: "2026-12-01T11:00:00.000Z",
+        blocked: { since, confirm_by: "2026-12-01T10:10:00.000Z", question: "is the quote real?" },
+      },
+    },
+  };
+  const request = (waitingSince?: string) =>
+    ({
+      kind: "confirm",
+      nodeId: "writing",
+      answer: "confirmed",
+      ...(waitingSince === undefined ? {} : { waitingSince }),
+    }) as const;
+
+  it("is refused when given to another wait of the node than the one it waits for now", () => {
+    expect(t.run.nodes.writing?.state).toBe("RUNNING");
+    expect(runRequestProblem(RUN, blocked, request(since))).toBeUndefined();
+    expect(runRequestProblem(RUN, blocked, request())).toBeUndefined();
+    expect(runRequestProblem(RUN, blocked, request("2026-12-01T09:00:00.000Z"))).toBe(
+      `node writing of run ${RUN} no longer waits for what was answered (waiting since 2026-12-01T09:00:00.000Z): it now waits since ${since} (see agentbus approvals)`,
+    );
+  });
+
+  it("names the wait it answers: the one given, else the one the stored run shows", () => {
+    const payloadOf = (waitingSince?: string) => {
+      const envelope = operatorEnvelope(
+        runRequestCommand(RUN, request(waitingSince), "alice", blocked),
+      );
+      if (typeof envelope === "string") throw new Error(envelope);
+      return envelope.payload;
+    };
+    expect(payloadOf()).toMatchObject({ node_id: "writing", waiting_since: since });
+    expect(payloadOf("2026-12-01T09:00:00.000Z")).toMatchObject({
+      waiting_since: "2026-12-01T09:00:00.000Z",
+    });
+    const unread = operatorEnvelope(runRequestCommand(RUN, request(), "alice"));
+    expect(unread).not.toHaveProperty("payload.waiting_since");
+  });
+});
+
 describe("a signal to a run", () => {
   // A wait on signal "approved" (deadline in an hour), RUNNING from the start.
   const def = defineWorkflow({

@@ -379,6 +379,8 @@ async function startOrAnswer(
     answer: verdict === "approve" ? "confirmed" : "refused",
     requested_by: requesterOf(agent.caller),
     ...(reason === undefined ? {} : { note: reason }),
+    // The wait this answer was read against: refused if the node waits for another by then.
+    waiting_since: pending.since,
   });
   await auditAnswer(agent, command);
   return { task: context.task, answered: pending.step };

@@ -49,7 +49,7 @@ import { failItems, redeliverItems, runningItems } from "./items";
 import { dueAtOf, extendLease, leaseOutlivesReport, mayRedeliver } from "./leases";
 import { approvalRequested, decidePlan, planApprovalExpired } from "./plan-approval";
 import { reset, resolve } from "./resolve";
-import { currentPlanApproval } from "./state";
+import { currentPlanApproval, personWaitSince } from "./state";
 import { signal, waitExpired } from "./wait-nodes";
 import { dependencyExpired } from "./waits";
 
@@ -114,13 +114,24 @@ export function handlersFor(table: StepRoleTable): Readonly<Record<string, Event
 
 /**
  * A person's answer to a node that waits for one: the approval of its plan (./plan-approval),
- * else the confirmation its BLOCKED agent asked for (./agent).
+ * else the confirmation its BLOCKED agent asked for (./agent). An answer given to an earlier wait
+ * of the node (`waiting_since`) is refused: it must not approve what its author never saw.
  */
 function confirm(
   context: RunContext,
   payload: WorkflowConfirmRequested,
 ): OrchestratorDecision | Promise<OrchestratorDecision> {
   const { state } = context;
+  const { run_id, node_id, waiting_since } = payload;
+  const since = state && personWaitSince(state, node_id);
+  if (waiting_since !== undefined && since !== undefined && since !== waiting_since)
+    throw rejection(
+      "confirm",
+      run_id,
+      node_id,
+      "workflow.confirm_stale",
+      `the answer was given to what node ${node_id} of run ${run_id} waited for since ${waiting_since}; it now waits for something else, since ${since}`,
+    );
   const approval = state && currentPlanApproval(state, payload.node_id);
   return approval ? decidePlan(context, state, approval, payload) : confirmNode(context, payload);
 }

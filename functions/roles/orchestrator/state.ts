@@ -226,6 +226,20 @@ export function currentPlanApproval(
   return node.assigned_generation === approval.generation ? approval : undefined;
 }
 
+/**
+ * Since when node `nodeId` has waited for a person in its current assignment, answered or not: its
+ * plan's approval, else its agent's confirmation (undefined: it waits for neither). A node waits
+ * more than once (a map's items, a plan proposed again after a re-run); this tells the waits apart.
+ */
+export function personWaitSince(state: OrchestratorState, nodeId: string): string | undefined {
+  const plan = currentPlanApproval(state, nodeId);
+  if (plan) return plan.since;
+  const node = state.run.nodes[nodeId];
+  if (state.run.status !== "RUNNING" || node?.state !== "RUNNING") return undefined;
+  const lease = state.leases?.[nodeId];
+  return lease && lease.generation === node.assigned_generation ? lease.blocked?.since : undefined;
+}
+
 /** The plans' approvals kept in `state`: those of nodes still RUNNING in the same assignment. */
 export function planApprovalsAfter(state: OrchestratorState): OrchestratorState["plan_approvals"] {
   const kept = Object.keys(state.plan_approvals ?? {}).flatMap((nodeId) => {

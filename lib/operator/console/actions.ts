@@ -81,7 +81,14 @@ function runRequestOf(verb: string, form: URLSearchParams, reason: string): RunR
     const answer = form.get("answer");
     if (answer !== "confirmed" && answer !== "refused")
       return `${JSON.stringify(answer)} is not an answer (confirmed or refused); nothing sent`;
-    return { kind: "confirm", nodeId, answer, note: reason };
+    const since = form.get("since")?.trim();
+    return {
+      kind: "confirm",
+      nodeId,
+      answer,
+      note: reason,
+      ...(since ? { waitingSince: since } : {}),
+    };
   }
   const output = parseOutput(textOf(form, "output") ?? "", "the output");
   return typeof output === "string" ? output : { kind: "resolve", nodeId, output, reason };

@@ -67,11 +67,15 @@ ${actionForm(ctx, runActionPath(runId, "resolve"), data("resolve"), `${nodeField
 /** Confirm or refuse what the agent of a BLOCKED node waits for (the reason goes to the agent). */
 function blockedNodeForm(runId: string, node: RunNodeView, ctx: FormContext): string {
   const nodeField = `<input type="hidden" name="node"${attr("value", node.id)}>\n`;
+  // The answer is to the wait shown, not to one the node may wait for by the time it is sent.
+  const since = node.agent?.since;
+  const sinceField =
+    since === undefined ? "" : `<input type="hidden" name="since"${attr("value", since)}>\n`;
   const question = `<p class="muted">${escapeHtml(node.agent?.question ?? "")}</p>\n`;
   const data = `${attr("data-action", "confirm")}${attr("data-node", node.id)}`;
   const buttons = `${button("Confirm: the agent resumes", { name: "answer", value: "confirmed" })} ${button("Refuse: the node fails", { name: "answer", value: "refused" })}`;
   return `<h3>Node <code>${escapeHtml(node.id)}</code> (${escapeHtml(node.role)}) BLOCKED</h3>
-${actionForm(ctx, runActionPath(runId, "confirm"), data, `${nodeField}${question}`, buttons)}`;
+${actionForm(ctx, runActionPath(runId, "confirm"), data, `${nodeField}${sinceField}${question}`, buttons)}`;
 }
 
 function rerunForm(run: RunView, ctx: FormContext): string {
