@@ -175,9 +175,10 @@ function world(options: { push?: boolean } = {}) {
   let now = Date.parse("2026-12-05T10:00:00Z");
   const clock = { now: () => new Date(now) };
   // The front door's admission, as the stream function is given it: the reference workflows.
+  const inFlight = new InMemoryRunsInFlight();
   const admission: A2aPorts["admission"] = {
     limits: new InMemoryTenantLimits(),
-    runs: new InMemoryRunsInFlight(),
+    runs: inFlight,
     controls: new InMemoryModelControls(),
     states: { loadStates: async () => [] },
     workflows: REFERENCE_FRONT_DOOR_WORKFLOWS,
@@ -205,7 +206,7 @@ function world(options: { push?: boolean } = {}) {
     },
     caller: async () => ({ tenantId: tenant, userId: `user_${tenant}` }),
   });
-  return { runs, configs, service };
+  return { runs, configs, service, inFlight };
 }
 
 const rpc = (method: string, params: unknown) => ({
@@ -320,6 +321,32 @@ describe("the push config methods", () => {
       tenant: "acme",
       configs: [{ url: "http://127.0.0.1:9/hook", token: "t-2" }],
     });
+  });
+});
+
+describe("a message whose push config is refused", () => {
+  const send = (method: string) =>
+    rpc(method, {
+      message: { messageId: "m-1", role: "ROLE_USER", parts: [{ text: "tidal power" }] },
+      configuration: { taskPushNotificationConfig: { url: "http://10.0.0.1/hook" } },
+    });
+
+  it("starts no run and holds none of its tenant's runs in flight", async () => {
+    const { service, inFlight, configs } = world();
+    const refused = await result(await answerA2a(send("SendMessage"), service("acme")));
+    expect(refused.error?.message).toMatch(/https/);
+    expect(inFlight.counted.get("acme") ?? []).toEqual([]);
+    expect(configs.records.size).toBe(0);
+  });
+
+  it("nor as a stream, once the stream has ended", async () => {
+    const { service, inFlight } = world();
+    const answer = await answerA2a(send("SendStreamingMessage"), service("acme"));
+    if (!("stream" in answer)) throw new Error("a JSON answer, where a stream was expected");
+    const events: string[] = [];
+    for await (const event of answer.stream) events.push(event);
+    expect(events.join("")).toMatch(/^event: error/);
+    expect(inFlight.counted.get("acme") ?? []).toEqual([]);
   });
 });
 

@@ -372,6 +372,29 @@ describe("an offered role's JSON-RPC calls, in memory", () => {
     await expect(other).rejects.toThrow(ProblemError);
   });
 
+  it("an answer whose JSON spells the task's id task_id answers that task; it starts no other", async () => {
+    const { service, published } = world();
+    const sent = await result(
+      await answerA2a(rpc("SendMessage", message("grid fees")), service("acme")),
+    );
+    const task = sent.result?.task as { id: string };
+    const answer = {
+      message: {
+        messageId: "m-2",
+        role: "ROLE_USER",
+        parts: [{ text: "approve" }],
+        task_id: task.id,
+      },
+    };
+    const answered = await result(await answerA2a(rpc("SendMessage", answer), service("acme")));
+    expect(published.map((e) => e.event_type)).toEqual([
+      "workflow.start.requested",
+      "workflow.confirm.requested",
+      "operator.approval.answered",
+    ]);
+    expect(answered.result?.task).toMatchObject({ id: task.id });
+  });
+
   it("send starts the run and answers input-required; an answer completes it; another tenant finds nothing", async () => {
     const { service, published, runs } = world();
     const sent = await result(

@@ -54,14 +54,15 @@ export async function admitNewTask(
   const params = call.params as Record<string, unknown> | undefined;
   const raw = params?.message as Record<string, unknown> | undefined;
   if (!STARTS.has(String(call.method)) || typeof raw !== "object" || raw === null) return { call };
-  if (raw.taskId !== undefined && raw.taskId !== "") return { call };
   let parsed: SendMessageRequest;
   try {
     parsed = SendMessageRequest.fromJSON(params);
   } catch {
     return { call };
   }
-  if (!parsed.message) return { call };
+  // A message on a task (however its JSON spells `taskId`: the SDK reads `task_id` too) answers
+  // that task; it must not start another.
+  if (!parsed.message || parsed.message.taskId) return { call };
   try {
     const request = runInputOf(parsed.message, agent.offered);
     const taskId = randomUUID();

@@ -113,6 +113,8 @@ export interface AdmittedTask {
   readonly taskId: string;
   readonly request: Record<string, unknown>;
   readonly run: CountedRun;
+  /** Told as the task's start is put: a task whose start never was no longer counts (./serve.ts). */
+  readonly starting?: () => void;
 }
 
 /** What one request works with: the caller (from the token), the agent, the ports. */
@@ -392,6 +394,7 @@ async function startOrAnswer(
  */
 async function startRun(agent: A2aAgentContext, admitted: AdmittedTask): Promise<void> {
   const { runId } = admitted.run;
+  admitted.starting?.();
   try {
     await putCommand(agent, "workflow.start.requested", runId, {
       run_id: runId,

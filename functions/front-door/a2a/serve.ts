@@ -114,22 +114,45 @@ async function jsonRpcAnswer(request: A2aRequest, agent: A2aAgentContext): Promi
   const admission = await admitNewTask(agent, call);
   if ("error" in admission)
     return rpcJson({ jsonrpc: "2.0", id: idOf(body), error: admission.error });
+  // The SDK may refuse the call after its admission counted the run (a push URL it does not
+  // take): a run whose start was never put must not hold one of its tenant's runs in flight.
+  const { admitted } = admission;
+  let started = false;
+  const releaseUnstarted = async () => {
+    if (!admitted || started) return;
+    await agent.ports.admission.runs
+      .remove(agent.caller.tenantId, [admitted.run])
+      .catch(() => undefined);
+  };
   const handler = runAgentHandler({
     ...agent,
-    ...(admission.admitted ? { admitted: admission.admitted } : {}),
+    ...(admitted ? { admitted: { ...admitted, starting: () => void (started = true) } } : {}),
   });
   const transport = new JsonRpcTransportHandler(handler);
-  const answer = await transport.handle(admission.call, context);
-  if (!(Symbol.asyncIterator in answer)) return rpcJson(answer);
-  return { status: 200, headers: { ...STREAM_HEADERS }, stream: sseOf(answer, idOf(body)) };
+  const answer = await transport.handle(admission.call, context).catch(async (error) => {
+    await releaseUnstarted();
+    throw error;
+  });
+  if (!(Symbol.asyncIterator in answer)) {
+    await releaseUnstarted();
+    return rpcJson(answer);
+  }
+  const stream = sseOf(answer, idOf(body), releaseUnstarted);
+  return { status: 200, headers: { ...STREAM_HEADERS }, stream };
 }
 
-async function* sseOf(responses: AsyncIterable<unknown>, id: unknown): AsyncGenerator<string> {
+async function* sseOf(
+  responses: AsyncIterable<unknown>,
+  id: unknown,
+  ended: () => Promise<void>,
+): AsyncGenerator<string> {
   try {
     for await (const response of responses) yield `data: ${JSON.stringify(response)}\n\n`;
   } catch (error) {
     const failure = { jsonrpc: "2.0", id, error: JsonRpcTransportHandler.mapToJSONRPCError(error) };
     yield `event: error\ndata: ${JSON.stringify(failure)}\n\n`;
+  } finally {
+    await ended();
   }
 }
 
