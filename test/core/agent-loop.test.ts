@@ -38,6 +38,7 @@ import type {
 } from "../../functions/core/model";
 import { jsonSchemasOf } from "../../functions/core/model-schema-export";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
+import { stepDecision } from "../../lib/operator/agent-actions";
 import * as z from "../../schemas/zod";
 import { firstJournal } from "../support/agent-journal";
 
@@ -675,6 +676,184 @@ describe("the agent loop (functions/core/agent)", () => {
       (text) => (JSON.parse(text) as ModelMessage).toolResults ?? [],
     );
     expect(results.map((r) => r.content)).toEqual([{ receipt: "r-50" }, { receipt: "r-70" }]);
+  });
+
+  describe("a person's decision belongs to one turn's call, when a model gives two turns' calls the same id", () => {
+    /** A model that asks to pay `asks[n]` on turn n+1, each time as `call_1`, then answers. */
+    function sameIdModel(asks: ReadonlyArray<{ readonly cents: number }>): ModelPort {
+      return {
+        name: "same-ids",
+        async converse(request) {
+          const turn = request.messages.filter((m) => m.role === "assistant").length;
+          const cents = asks[turn];
+          return {
+            text: cents ? "" : GOOD_ANSWER,
+            ...(cents ? { toolCalls: [{ id: "call_1", name: "pay", input: cents }] } : {}),
+            stopReason: cents ? "tool_use" : "end_turn",
+            usage: { inputTokens: 10, outputTokens: 5 },
+            modelId: "same-ids",
+            latencyMs: 1,
+          };
+        },
+      };
+    }
+
+    /** Steps until the run waits or ends, redelivering a step whose write's outcome is unknown. */
+    async function driveThroughUnknown(
+      agent: AgentDefinition,
+      journal: AgentJournal,
+      ports: AgentPorts,
+    ): Promise<StepResult> {
+      let current = journal;
+      let receiveCount = 1;
+      for (let i = 0; i < 100; i++) {
+        const result = await step(agent, current, ports, { receiveCount }).catch(
+          (error: unknown) => {
+            if ((error as TransientError).code !== "tool.outcome_unknown") throw error;
+            return undefined;
+          },
+        );
+        if (!result) {
+          receiveCount += 1;
+          continue;
+        }
+        if (result.next !== "continue") return result;
+        current = result.journal;
+        receiveCount = 1;
+      }
+      throw new Error("the run did not stop within 100 steps");
+    }
+
+    it("an approval given on turn 1 is no approval of turn 2's call: that one is approved or rejected on its own", async () => {
+      const ports = portsWith(sameIdModel([{ cents: 500 }, { cents: 900 }, { cents: 700 }]));
+      const pay = payTool({ approval: { deadlineSeconds: 3600, onDeadline: "reject" } });
+      const agent = tinyAgent([pay.tool]);
+      const decide = (journal: AgentJournal, decision: "approve" | "reject", by = "ops") =>
+        personDecides(agent, journal, { tool_call_id: "call_1", decision, by }, ports, T0);
+      const first = await drive(agent, await begin(ports), ports);
+      const approved = await decide(first.journal, "approve");
+      if (!approved) throw new Error("the first approval changed nothing");
+      const second = await drive(agent, commit(approved.journal), ports);
+      expect(pay.keys).toEqual([`${TASK}:${RUN}:1:call_1`]);
+      expect(second.journal.status).toBe("BLOCKED");
+      expect(second.journal.waiting).toMatchObject({
+        tool_call_id: "call_1",
+        input: { cents: 900 },
+      });
+      // Turn 1's decision is not turn 2's: a person may reject the 900, or approve it, and the
+      // operator's commands send either.
+      for (const decision of ["approve", "reject"] as const)
+        expect(
+          stepDecision(second.journal, RUN, "call_1", decision, { requestedBy: "lead" }),
+        ).toHaveProperty("command");
+      const rejected = await decide(second.journal, "reject", "lead");
+      expect(rejected?.journal.status).toBe("RUNNING");
+      const secondApproved = await decide(second.journal, "approve", "lead");
+      if (!secondApproved) throw new Error("the second approval changed nothing");
+      expect(secondApproved.journal.status).toBe("RUNNING");
+      // Decided, turn 2's call takes a repeat as a repeat and the other decision as a refusal.
+      expect(await decide(secondApproved.journal, "approve")).toBeUndefined();
+      await expect(decide(secondApproved.journal, "reject")).rejects.toThrow(
+        /call_1 was already decided: approve by lead/,
+      );
+      const third = await drive(agent, commit(secondApproved.journal), ports);
+      expect(pay.keys).toEqual([`${TASK}:${RUN}:1:call_1`, `${TASK}:${RUN}:2:call_1`]);
+      expect(third.journal.waiting).toMatchObject({ input: { cents: 700 } });
+      const rejectedThird = await decide(third.journal, "reject");
+      if (!rejectedThird) throw new Error("the third rejection changed nothing");
+      const { journal } = await drive(agent, commit(rejectedThird.journal), ports);
+      expect(journal.status).toBe("COMPLETED");
+      expect(pay.keys).toHaveLength(2);
+      expect(journal.decisions?.map(({ turn, decision, by }) => ({ turn, decision, by }))).toEqual([
+        { turn: 1, decision: "approve", by: "ops" },
+        { turn: 2, decision: "approve", by: "lead" },
+        { turn: 3, decision: "reject", by: "ops" },
+      ]);
+      // Once the calls ran, the same decision again changes nothing and the other is refused.
+      expect(await decide(journal, "reject")).toBeUndefined();
+      await expect(decide(journal, "approve")).rejects.toThrow(/already decided: reject by ops/);
+    });
+
+    it("an unknown outcome resolved on turn 1 does not resolve turn 2's: that one is resolved on its own", async () => {
+      const ports = portsWith(sameIdModel([{ cents: 50 }, { cents: 70 }]));
+      const pay = payTool({
+        behave: () => {
+          throw new ToolTimeoutError("the bank did not answer");
+        },
+      });
+      const agent = tinyAgent([pay.tool]);
+      const resolve = (journal: AgentJournal, decision: "applied" | "not_applied") =>
+        personDecides(
+          agent,
+          journal,
+          {
+            tool_call_id: "call_1",
+            decision,
+            by: "ops",
+            ...(decision === "applied" ? { output: { receipt: "r-70" } } : {}),
+          },
+          ports,
+          T0,
+        );
+      const first = await driveThroughUnknown(agent, await begin(ports), ports);
+      expect(first.journal.waiting).toMatchObject({ kind: "outcome", input: { cents: 50 } });
+      const notApplied = await resolve(first.journal, "not_applied");
+      if (!notApplied) throw new Error("the first resolution changed nothing");
+      const second = await driveThroughUnknown(agent, commit(notApplied.journal), ports);
+      expect(second.journal.status).toBe("NEEDS_HUMAN");
+      expect(second.journal.waiting).toMatchObject({
+        kind: "outcome",
+        tool_call_id: "call_1",
+        key: `${TASK}:${RUN}:2:call_1`,
+      });
+      const applied = await resolve(second.journal, "applied");
+      if (!applied) throw new Error("the second resolution changed nothing");
+      expect(applied.wrote).toMatchObject({ key: `${TASK}:${RUN}:2:call_1` });
+      expect(await ports.sideEffects.get(`${TASK}:${RUN}:2:call_1`)).toMatchObject({
+        state: "succeeded",
+      });
+      expect(await ports.sideEffects.get(`${TASK}:${RUN}:1:call_1`)).toMatchObject({
+        state: "failed",
+      });
+      const { journal } = await drive(agent, commit(applied.journal), ports);
+      expect(journal.status).toBe("COMPLETED");
+      expect(journal.decisions?.map(({ turn, decision }) => ({ turn, decision }))).toEqual([
+        { turn: 1, decision: "not_applied" },
+        { turn: 2, decision: "applied" },
+      ]);
+    });
+
+    it("a decision kept before decisions kept their turn still answers the call without a turn it was taken on, and no later turn's", async () => {
+      const ports = portsWith(sameIdModel([{ cents: 500 }, { cents: 900 }]));
+      const pay = payTool({ approval: { deadlineSeconds: 3600, onDeadline: "reject" } });
+      const agent = tinyAgent([pay.tool]);
+      const decide = (journal: AgentJournal, decision: "approve" | "reject") =>
+        personDecides(agent, journal, { tool_call_id: "call_1", decision, by: "ops" }, ports, T0);
+      const keptBefore = (journal: AgentJournal) =>
+        ({
+          ...journal,
+          decisions: journal.decisions?.map(({ turn: _turn, ...decided }) => decided),
+        }) as AgentJournal;
+      // A call without a turn, approved when decisions kept none: the same approval again is a
+      // repeat, a rejection is refused.
+      const first = await drive(agent, await begin(ports), ports);
+      const approved = await decide(first.journal, "approve");
+      if (!approved) throw new Error("the first approval changed nothing");
+      const legacy = keptBefore({
+        ...approved.journal,
+        pending: approved.journal.pending.map(({ turn: _turn, decision: _d, ...call }) => call),
+      } as AgentJournal);
+      expect(legacy.decisions).toEqual([
+        { tool_call_id: "call_1", decision: "approve", by: "ops", at: T0.toISOString() },
+      ]);
+      expect(await decide(legacy, "approve")).toBeUndefined();
+      await expect(decide(legacy, "reject")).rejects.toThrow(/already decided: approve by ops/);
+      // Turn 1's approval, kept without its turn, is no approval of turn 2's call.
+      const second = await drive(agent, commit(approved.journal), ports);
+      expect(second.journal.waiting).toMatchObject({ input: { cents: 900 } });
+      const rejected = await decide(keptBefore(second.journal), "reject");
+      expect(rejected?.journal.status).toBe("RUNNING");
+    });
   });
 
   it("a call taken before calls kept their turn settles under the key it was claimed under", async () => {

@@ -117,6 +117,12 @@ export interface PersonDecision {
 /** A decision taken on one of the run's calls, as the journal keeps it once the call has run. */
 export interface DecidedCall {
   readonly tool_call_id: string;
+  /**
+   * The model turn of the call decided (its `PendingCall.turn`): a model may give each turn's
+   * calls the same ids, and a decision on one turn's call is no decision on the next's. Absent
+   * for a call that kept no turn, and in a decision kept before decisions kept it.
+   */
+  readonly turn?: number;
   readonly decision: PersonDecision["decision"];
   /** Who decided: a person, or `deadline`. */
   readonly by: string;
@@ -137,8 +143,12 @@ const ANSWERS: Readonly<Record<PersonDecision["decision"], "approval" | "outcome
 
 /**
  * The decision already taken on call `callId` that answers what `decision` answers (its approval,
- * or its outcome), by a person or a deadline; undefined when none was. Read from `decisions`, which
- * outlives the call's turn, and from the call itself in a run stored before `decisions`.
+ * or its outcome), by a person or a deadline; undefined when none was. A decision names the
+ * call's id alone, which is unique only within its turn: it is about the call of that id pending
+ * now, whose decisions are those kept for its turn and id (`decisions`, and the call's own in a
+ * run stored before `decisions`), never an earlier turn's call of the same id. With no such call
+ * pending (it ran and its turn closed), the latest decision kept on a call of that id answers: a
+ * decision repeated after its call ran.
  */
 export function decisionOn(
   journal: Pick<AgentJournal, "decisions" | "pending">,
@@ -147,20 +157,38 @@ export function decisionOn(
 ): Pick<PersonDecision, "decision" | "by" | "at"> | undefined {
   const answers = (d: { decision: PersonDecision["decision"] } | undefined) =>
     d !== undefined && ANSWERS[d.decision] === ANSWERS[decision];
-  const kept = (journal.decisions ?? []).filter((d) => d.tool_call_id === callId && answers(d));
+  const call = journal.pending.find((p) => p.id === callId);
+  const onThisCall = (d: DecidedCall) =>
+    call === undefined ? d.tool_call_id === callId : decidedOn(d, call);
+  const kept = (journal.decisions ?? []).filter((d) => onThisCall(d) && answers(d));
   if (kept.length > 0) return kept.at(-1);
-  const onCall = journal.pending.find((p) => p.id === callId)?.decision;
-  return answers(onCall) ? onCall : undefined;
+  return answers(call?.decision) ? call?.decision : undefined;
 }
 
-/** The journal's decisions with one more (it keeps the latest JOURNAL_WINDOW). */
+/**
+ * Whether a kept decision was taken on `call`: the same id in the same turn. One kept without a
+ * turn counts for a call without one (taken before calls kept their turn, keyed without it too:
+ * ./tool-call.ts toolCallKey), never for a call of a later turn; one kept so on a call that has a
+ * turn is on that call itself while it is pending (`PendingCall.decision`).
+ */
+function decidedOn(decided: DecidedCall, call: Pick<PendingCall, "id" | "turn">): boolean {
+  return decided.tool_call_id === call.id && decided.turn === call.turn;
+}
+
+/** The journal's decisions with one more, on `call` (it keeps the latest JOURNAL_WINDOW). */
 export function withDecision(
   journal: AgentJournal,
-  callId: string,
+  call: Pick<PendingCall, "id" | "turn">,
   decision: PersonDecision,
 ): readonly DecidedCall[] {
   const { decision: taken, by, at } = decision;
-  const entry: DecidedCall = { tool_call_id: callId, decision: taken, by, at };
+  const entry: DecidedCall = {
+    tool_call_id: call.id,
+    ...(call.turn === undefined ? {} : { turn: call.turn }),
+    decision: taken,
+    by,
+    at,
+  };
   return [...(journal.decisions ?? []), entry].slice(-JOURNAL_WINDOW);
 }
 

@@ -27,9 +27,11 @@ import { type AgentPorts, closeTurn, type StepResult } from "./loop";
  * - BLOCKED on a `task` (outside work a call started, ./task-wait.ts): nothing to decide; refused.
  * - NEEDS_HUMAN on an `answer` (its turn budget spent, or too many bad turns): `answer`, with the
  *   run's answer as `output`, checked as the model's would be; the run ends COMPLETED with it.
- * The same decision again, before or after its call ran, changes nothing (the journal's
- * `decisions` remember it); the other decision on a call already decided is refused with the one
- * taken. Anything else is refused with a PermanentError that says what the run waits for.
+ * A decision names its call by id alone, and a model may give each turn's calls the same ids: it
+ * is about the call of that id pending now, never an earlier turn's (./agent.ts decisionOn). The
+ * same decision again, before or after its call ran, changes nothing (the journal's `decisions`
+ * remember it, by the call's turn and id); the other decision on a call already decided is
+ * refused with the one taken. Anything else is refused with a PermanentError that says what the run waits for.
  * Undefined: nothing changes (the decision was already taken).
  */
 
@@ -199,6 +201,7 @@ export function approvalExpired(
 
 function approvalDecided(journal: AgentJournal, decision: PersonDecision, now: Date): StepResult {
   const id = journal.waiting?.tool_call_id;
+  const call = journal.pending.find((p) => p.id === id) ?? { id: id ?? "" };
   const pending = journal.pending.map((p) => (p.id === id ? { ...p, decision } : p));
   const next = recorded(
     journal,
@@ -211,7 +214,7 @@ function approvalDecided(journal: AgentJournal, decision: PersonDecision, now: D
     now,
     {
       pending,
-      decisions: withDecision(journal, id ?? "", decision),
+      decisions: withDecision(journal, call, decision),
       status: moved(journal, "ExternalUnblocked"),
       waiting: undefined,
     },
@@ -247,6 +250,9 @@ async function outcomeDecided(
   }
   const ref = await ports.content.put(JSON.stringify(content));
   const isError = decision.decision !== "applied";
+  const call = journal.pending.find((p) => p.id === waiting?.tool_call_id) ?? {
+    id: waiting?.tool_call_id ?? "",
+  };
   const pending = journal.pending.map((p) =>
     p.id === waiting?.tool_call_id ? { ...p, decision, result: { ref, is_error: isError } } : p,
   );
@@ -264,7 +270,7 @@ async function outcomeDecided(
     now,
     {
       pending,
-      decisions: withDecision(journal, waiting?.tool_call_id ?? "", decision),
+      decisions: withDecision(journal, call, decision),
       status: running,
       failure: undefined,
     },
