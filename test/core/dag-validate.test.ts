@@ -1,14 +1,16 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { fromJSONSchema } from "zod";
 import type { WorkflowDefinitionInput } from "../../functions/core/dag/definition";
 import { WorkflowDefinitionError } from "../../functions/core/dag/errors";
-import { defineWorkflow } from "../../functions/core/dag/graph";
+import { defineWorkflow, graphOf } from "../../functions/core/dag/graph";
 import {
   WORKFLOW_DEFINITION_SCHEMA_FILE,
   workflowDefinitionJsonSchema,
 } from "../../functions/core/dag/json-schema";
+import { checkedDefinition, MAX_DEFINITION_BYTES } from "../../functions/core/dag/register";
 import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
 import { CONTENT_WORKFLOWS } from "../../functions/roles/content-agents/workflows";
 
@@ -184,6 +186,245 @@ describe("defineWorkflow names every problem at once", () => {
       expect(again).toEqual(def);
     }
   });
+});
+
+describe("loops: each loop edge's body, and what is wrong with it", () => {
+  const LOOP = { until: { path: "ok" }, maxRounds: 2 } as const;
+  type Pair = readonly [string, string];
+
+  /** A definition of role nodes `ids`, forward edges `forward` and loop edges `loops`. */
+  function looped(ids: readonly string[], forward: readonly Pair[], loops: readonly Pair[]) {
+    return {
+      name: "looped",
+      version: 1,
+      nodes: ids.map((id) => ({ id, role: "r" })),
+      edges: [
+        ...forward.map(([from, to]) => ({ from, to })),
+        ...loops.map(([from, to]) => ({ from, to, loop: LOOP })),
+      ],
+    };
+  }
+
+  /** The loops as compiled: last node, first node and body. */
+  const loopsOf = (input: WorkflowDefinitionInput) =>
+    [...graphOf(defineWorkflow(input)).loops.values()].map(({ exit, head, body }) => ({
+      exit,
+      head,
+      body,
+    }));
+
+  const messages = (e: WorkflowDefinitionError) =>
+    (e.details.problems as { code: string; message: string }[]).map((p) => [p.code, p.message]);
+
+  it("compiles a loop's body as the nodes between its ends: one node, a chain, a diamond, loops side by side", () => {
+    expect(loopsOf(looped(["a", "b"], [["a", "b"]], [["b", "b"]]))).toEqual([
+      { exit: "b", head: "b", body: ["b"] },
+    ]);
+    const diamond = looped(
+      ["a", "b", "c", "d", "e", "x"],
+      [
+        ["x", "a"],
+        ["a", "b"],
+        ["a", "c"],
+        ["b", "d"],
+        ["c", "d"],
+        ["d", "e"],
+      ],
+      [["d", "a"]],
+    );
+    expect(loopsOf(diamond)).toEqual([{ exit: "d", head: "a", body: ["a", "b", "c", "d"] }]);
+    const sideBySide = looped(
+      ["a", "b", "c", "d"],
+      [
+        ["a", "b"],
+        ["b", "c"],
+        ["c", "d"],
+      ],
+      [
+        ["d", "c"],
+        ["b", "a"],
+      ],
+    );
+    expect(loopsOf(sideBySide)).toEqual([
+      { exit: "d", head: "c", body: ["c", "d"] },
+      { exit: "b", head: "a", body: ["a", "b"] },
+    ]);
+  });
+
+  it("names a loop that loops nothing, two loops of one last node, bodies that share nodes and a body left early", () => {
+    const e = refusal(
+      looped(
+        ["a", "b", "c", "d", "e", "s", "t", "x"],
+        [
+          ["a", "b"],
+          ["b", "c"],
+          ["c", "d"],
+          ["b", "e"],
+          ["x", "s"],
+          ["x", "t"],
+        ],
+        [
+          ["d", "a"],
+          ["d", "b"],
+          ["c", "b"],
+          ["s", "t"],
+        ],
+      ),
+    );
+    expect(messages(e)).toEqual([
+      [
+        "dag.bad_loop",
+        "loop edge d -> a: edge b -> e leaves the loop's body before its last node d",
+      ],
+      ["dag.bad_loop", "loop edge d -> b: d already ends another loop"],
+      ["dag.bad_loop", "loop edge c -> b: its body shares b, c with another loop"],
+      [
+        "dag.bad_loop",
+        "loop edge c -> b: edge b -> e leaves the loop's body before its last node c",
+      ],
+      ["dag.bad_loop", "loop edge s -> t: t is not upstream of s, so nothing loops"],
+    ]);
+  });
+
+  it("a definition too large to register is refused for its size and name before its structure is checked", () => {
+    const ids = Array.from({ length: 1000 }, (_, i) => `node-${i}-${"x".repeat(300)}`);
+    // Every loop edge loops nothing: compiled, each would be a problem of its own.
+    const input = looped(
+      ids,
+      [],
+      ids.slice(1).map((id, i) => [ids[i] ?? "", id] as const),
+    );
+    expect(Buffer.byteLength(JSON.stringify(input))).toBeGreaterThan(MAX_DEFINITION_BYTES);
+    const refused = (() => {
+      try {
+        checkedDefinition({ ...input, name: "Too Large" }, {});
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refused).toBeInstanceOf(WorkflowDefinitionError);
+    expect(problems(refused as WorkflowDefinitionError)).toEqual([
+      "workflow.bad_name",
+      "workflow.too_large",
+    ]);
+  });
+
+  it("compiles a chain of 1000 nodes, each looping on itself", () => {
+    const ids = Array.from({ length: 1000 }, (_, i) => `n${i}`);
+    const chain = ids.slice(1).map((id, i) => [ids[i] ?? "", id] as const);
+    const loops = loopsOf(
+      looped(
+        ids,
+        chain,
+        ids.map((id) => [id, id] as const),
+      ),
+    );
+    expect(loops).toHaveLength(1000);
+    expect(loops.every(({ exit, head, body }) => head === exit && body.join() === exit)).toBe(true);
+  });
+
+  it("for random graphs, compiles the bodies and names the problems the rules give", () => {
+    /** Forward edges i -> j (i < j) of n nodes, and loop edges j -> i (i <= j), by index. */
+    const graphs = fc.integer({ min: 2, max: 9 }).chain((n) => {
+      const pair = fc.tuple(fc.nat({ max: n - 1 }), fc.nat({ max: n - 1 }));
+      return fc.record({
+        n: fc.constant(n),
+        forward: fc.uniqueArray(
+          pair.filter(([i, j]) => i < j),
+          {
+            selector: ([i, j]) => `${i} ${j}`,
+            maxLength: 16,
+          },
+        ),
+        loops: fc.uniqueArray(
+          pair.filter(([i, j]) => i >= j),
+          {
+            selector: ([i, j]) => `${i} ${j}`,
+            maxLength: 4,
+          },
+        ),
+      });
+    });
+    fc.assert(
+      fc.property(graphs, ({ n, forward, loops }) => {
+        const ids = Array.from({ length: n }, (_, i) => `n${i}`);
+        const name = (i: number) => ids[i] ?? "";
+        const input = looped(
+          ids,
+          forward.map(([i, j]) => [name(i), name(j)] as const),
+          loops.map(([i, j]) => [name(i), name(j)] as const),
+        );
+        const expected = loopRules(n, forward, loops, name);
+        if (expected.problems.length === 0) expect(loopsOf(input)).toEqual(expected.loops);
+        else expect(messages(refusal(input))).toEqual(expected.problems);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  /**
+   * The loop rules, from reachability by matrix: a body is every node its first node reaches
+   * and that reaches its last; the last node must be one; a node ends one loop; bodies share no
+   * node; only the last node has edges leaving the body (in the order the edges are given).
+   */
+  function loopRules(
+    n: number,
+    forward: readonly (readonly [number, number])[],
+    loops: readonly (readonly [number, number])[],
+    name: (i: number) => string,
+  ) {
+    const reaches = Array.from({ length: n }, (_, i) =>
+      Array.from({ length: n }, (_, j) => i === j),
+    );
+    for (const [i, j] of forward) (reaches[i] as boolean[])[j] = true;
+    for (let k = 0; k < n; k++)
+      for (let i = 0; i < n; i++)
+        for (let j = 0; j < n; j++)
+          if (reaches[i]?.[k] && reaches[k]?.[j]) (reaches[i] as boolean[])[j] = true;
+    const problems: string[][] = [];
+    const compiled: { exit: string; head: string; body: string[] }[] = [];
+    const owned = new Set<number>();
+    const ended = new Set<number>();
+    for (const [from, to] of loops) {
+      const edge = `loop edge ${name(from)} -> ${name(to)}`;
+      const between = [...Array(n).keys()].filter((x) => reaches[to]?.[x] && reaches[x]?.[from]);
+      if (!between.includes(from)) {
+        problems.push([
+          "dag.bad_loop",
+          `${edge}: ${name(to)} is not upstream of ${name(from)}, so nothing loops`,
+        ]);
+        continue;
+      }
+      if (ended.has(from)) {
+        problems.push(["dag.bad_loop", `${edge}: ${name(from)} already ends another loop`]);
+        continue;
+      }
+      const body = between.map(name).sort();
+      const shared = body.filter((id) => between.some((x) => owned.has(x) && name(x) === id));
+      if (shared.length > 0)
+        problems.push([
+          "dag.bad_loop",
+          `${edge}: its body shares ${shared.join(", ")} with another loop`,
+        ]);
+      for (const id of body) {
+        const x = between.find((b) => name(b) === id) ?? -1;
+        owned.add(x);
+        if (x === from) continue;
+        const leaving = forward
+          .filter(([i, j]) => i === x && !between.includes(j))
+          .map(([, j]) => name(j))
+          .sort();
+        for (const out of leaving)
+          problems.push([
+            "dag.bad_loop",
+            `${edge}: edge ${id} -> ${out} leaves the loop's body before its last node ${name(from)}`,
+          ]);
+      }
+      ended.add(from);
+      compiled.push({ exit: name(from), head: name(to), body });
+    }
+    return { problems, loops: compiled };
+  }
 });
 
 describe("the definition language's JSON Schema (npm run schemas)", () => {

@@ -79,14 +79,16 @@ export async function putWorkflow(
 
 /**
  * The definition with defaults applied and compiled, or a WorkflowDefinitionError that names
- * every problem: the schema's, else the structure's and the roles'; and the name's and the
- * size's beside either.
+ * every problem: the schema's, else the structure's and the roles'; and the name's beside either.
+ * A definition too large is refused with the name's problems and its size, before it is parsed
+ * or compiled: what it costs to check grows with its size, and it could never be stored.
  */
 export function checkedDefinition(
   input: Record<string, unknown>,
   checks: RegisterChecks,
 ): WorkflowDefinition {
   const byName = checks.startedByName ?? true;
+  const tooLarge = sizeProblems(input);
   const problems = [
     ...(byName ? nameProblems(input.name, checks.reserved ?? []) : []),
     ...(byName && input.alias !== undefined
@@ -97,18 +99,19 @@ export function checkedDefinition(
           },
         ]
       : []),
-    ...sizeProblems(input),
+    ...tooLarge,
   ];
   let definition: WorkflowDefinition | undefined;
-  try {
-    definition = defineWorkflow(
-      input as WorkflowDefinition,
-      checks.roles === undefined ? {} : { roles: checks.roles },
-    );
-  } catch (error) {
-    if (!(error instanceof WorkflowDefinitionError)) throw error;
-    problems.push(...problemsOf(error));
-  }
+  if (tooLarge.length === 0)
+    try {
+      definition = defineWorkflow(
+        input as WorkflowDefinition,
+        checks.roles === undefined ? {} : { roles: checks.roles },
+      );
+    } catch (error) {
+      if (!(error instanceof WorkflowDefinitionError)) throw error;
+      problems.push(...problemsOf(error));
+    }
   if (definition && problems.length === 0) return definition;
   const [first] = problems;
   const name = typeof input.name === "string" ? input.name : "(unnamed)";

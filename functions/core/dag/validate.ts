@@ -269,16 +269,26 @@ function findCycle(ids: readonly string[], down: Edges): string[] | undefined {
   return undefined;
 }
 
-/** The nodes reachable from `starts` along `edges` (`to`: downstream, `from`: upstream). */
-export function reach(starts: Iterable<string>, edges: Edges, toward: "to" | "from"): Set<string> {
-  const seen = new Set<string>(starts);
+/**
+ * The nodes reachable from `starts` along `edges` (`to`: downstream, `from`: upstream), through
+ * the nodes of `within` only when it is given.
+ */
+export function reach(
+  starts: Iterable<string>,
+  edges: Edges,
+  toward: "to" | "from",
+  within?: ReadonlySet<string>,
+): Set<string> {
+  const inside = (id: string) => within === undefined || within.has(id);
+  const seen = new Set<string>([...starts].filter(inside));
+  // Breadth first; read by index, as shifting a long queue moves every node left in it.
   const queue = [...seen];
-  for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
-    for (const edge of edges.get(id) ?? []) {
-      const next = edge[toward];
-      if (!seen.has(next)) {
-        seen.add(next);
-        queue.push(next);
+  for (let next = 0; next < queue.length; next++) {
+    for (const edge of edges.get(queue[next] as string) ?? []) {
+      const id = edge[toward];
+      if (!seen.has(id) && inside(id)) {
+        seen.add(id);
+        queue.push(id);
       }
     }
   }
@@ -301,9 +311,10 @@ function compileLoops(
   for (const edge of loopEdges) {
     const name = `loop edge ${edge.from} -> ${edge.to}`;
     if (!edge.loop) continue;
-    const between = new Set(
-      [...reach([edge.to], down, "to")].filter((id) => reach([edge.from], up, "from").has(id)),
-    );
+    // What reaches the last node, once per loop edge; the body is what the first node reaches
+    // among it (a node on a path from the first to the last has every node before it upstream).
+    const upstream = reach([edge.from], up, "from");
+    const between = reach([edge.to], down, "to", upstream);
     if (!between.has(edge.from)) {
       add("dag.bad_loop", `${name}: ${edge.to} is not upstream of ${edge.from}, so nothing loops`, {
         edge: { from: edge.from, to: edge.to },
