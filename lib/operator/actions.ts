@@ -130,7 +130,12 @@ async function redriveAction(
   const id = await recordAction(stack, stack.config, redriveAuditAction(report, reason), {
     via: "console",
   });
-  const message = `${summary}; recorded in the audit trail as operator.action.recorded ${id}`;
+  const undeleted = report.notDeleted.length;
+  const message = `${summary}; recorded in the audit trail as operator.action.recorded ${id}${
+    undeleted > 0
+      ? `; ${undeleted} re-queued dead letter(s) could not be deleted from the dead-letter queue (their copies come back there; redriving them again is harmless)`
+      : ""
+  }`;
   if (report.failed.length === 0) return { kind: "sent", message };
   const failures = report.failed.map((f) => `${f.messageId}: ${f.error}`).join("; ");
   return {

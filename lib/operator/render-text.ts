@@ -194,5 +194,9 @@ export function renderRedriveText(report: RedriveReport): string {
   ];
   if (report.left > 0) lines.push(`${report.left} left in the dead-letter queue`);
   for (const f of report.failed) lines.push(`  not re-queued: ${f.messageId}: ${f.error}`);
+  for (const f of report.notDeleted)
+    lines.push(
+      `  re-queued, but not deleted from the dead-letter queue (its copy there is harmless to redrive again): ${f.eventId ?? f.messageId}: ${f.error}`,
+    );
   return lines.join("\n");
 }
