@@ -11,7 +11,10 @@ import type { Envelope } from "../../schemas";
  * event id as a duplicate, so a retry at any point is one task.
  */
 export interface AcceptedRequest {
-  /** `<tenant>#<SHA-256 of the Idempotency-Key>`: a key is the caller's tenant's alone. */
+  /**
+   * `<tenant>#<SHA-256 of the user id and the Idempotency-Key>` (a service's without a user: of
+   * the key): a key is the caller's alone, within its tenant.
+   */
   readonly key: string;
   /** SHA-256 of the method, path and body: the same key with another request is refused. */
   readonly request_sha256: string;

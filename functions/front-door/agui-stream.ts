@@ -21,7 +21,7 @@ import {
 } from "./agui-position";
 import { toolCallReadsOf } from "./agui-tool-args";
 import { EventType, encodeSse } from "./agui-wire";
-import { CONVERSATION_VIEW, conversationOf } from "./api";
+import { CONVERSATION_VIEW, conversationOf, mayReadConversation } from "./api";
 import { fail } from "./http";
 import type { Caller } from "./identity";
 
@@ -139,7 +139,8 @@ export async function conversationAgui(
   conversationId: string,
   position: Position,
 ): Promise<AguiPoll> {
-  await conversationOf(ports, caller, conversationId);
+  // A conversation without a view yet has its customer checked once it has one (it never changes).
+  let checked = (await conversationOf(ports, caller, conversationId)) !== undefined;
   const id = tenantConversationId(caller.tenantId, conversationId);
   const thread: Thread = { threadId: conversationId };
   const read: Record<string, number> = { ...position.sent };
@@ -157,6 +158,9 @@ export async function conversationAgui(
       view = stored.data as ConversationView;
       if (tenantOf(view) !== caller.tenantId)
         return notFound(sink, `no conversation ${conversationId}`);
+      if (!checked && !(await mayReadConversation(ports, caller, id)))
+        return notFound(sink, `no conversation ${conversationId}`);
+      checked = true;
       revision = stored.revision;
       facts = await conversationFacts(ports, id, view, { read, turns, seen });
       at = keepKeys(at, (key) => key === CONVERSATION_KEY || turns.has(turnOfKey(key)));
@@ -270,7 +274,10 @@ async function turnFacts(
   return facts;
 }
 
-/** What became another tenant's while the stream was open: a RUN_ERROR, and the stream ends. */
+/**
+ * What is found not the caller's while the stream is open (another tenant's, or another
+ * customer's conversation once it has a view): a RUN_ERROR, and the stream ends.
+ */
 export function notFound(sink: AguiSink, message: string): "done" {
   const error = { type: EventType.RUN_ERROR, code: "not_found", message } as BaseEvent;
   sink.write(encodeSse(error));

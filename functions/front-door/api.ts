@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { DEFAULT_TENANT, type Envelope, type EventRegistry, tenantOf } from "../../schemas";
+import { CONVERSATION_AGGREGATE } from "../../schemas/events/conversation";
 import { OpaqueId, tenantConversationId } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
 import { RUN_STATUSES } from "../core/dag/run";
@@ -8,6 +9,7 @@ import type { ModelControls } from "../core/model-guard";
 import type { Clock, EventPublisher, EventStore, IdSource, StateReader } from "../core/ports";
 import { retentionDays } from "../core/retention";
 import { startTraceparent } from "../core/trace-context";
+import type { ConversationState } from "../roles/customer-support/conversation/conversation";
 import type {
   ConversationTurn,
   ConversationView,
@@ -103,9 +105,11 @@ export { DAG_RUN };
  * Posting a message: the body (at most `maxBodyBytes`, JSON) becomes a
  * `conversation.message.received` (unsequenced, aggregate `conversation/<id>`, a new task) with
  * the caller's tenant and user and its place in the conversation, `client_seq` (the one sent or
- * the next one: ./client-seq); 202 gives the ids to follow and the place. With an `Idempotency-Key`, the
- * envelope and the answer are stored first (./accepted) and every retry puts that same envelope
- * again and gives the same answer; the same key with another request is refused (409).
+ * the next one: ./client-seq); 202 gives the ids to follow and the place. A conversation is its
+ * customer's (`conversationOf`): a user reads and writes only their own customer's, and another
+ * customer's answers 404 as one that does not exist. With an `Idempotency-Key` (the caller's own),
+ * the envelope and the answer are stored first (./accepted) and every retry puts that same
+ * envelope again and gives the same answer; the same key with another request is refused (409).
  *
  * The conversation and run routes are the reference applications' (their `feature`): a stack
  * whose roles do not do that work answers them 404 `not_served` (./served.ts), and the OpenAPI
@@ -533,20 +537,78 @@ export function idParam(params: Readonly<Record<string, string>>, name: string):
 }
 
 /**
- * The view of the conversation the caller's `conversationId` names (its tenant's: schemas/ids.ts
- * `tenantConversationId`); 404 should it be another tenant's.
+ * The view of the conversation the caller's `conversationId` names, when it is the caller's to
+ * see or to write to: its tenant's (schemas/ids.ts `tenantConversationId`), and its customer's
+ * (`customer`: a user's own, or the customer a message is from; none for a service that reads,
+ * which reads any of its tenant's). Another tenant's or another customer's answers 404, as one
+ * that does not exist, so a guessed id tells nothing; a service's message for another customer
+ * than the conversation's is refused (403), as the conversation would refuse it. Undefined while
+ * the conversation has no view yet.
  */
 export async function conversationOf(
   ports: Pick<FrontDoorPorts, "store">,
   caller: Caller,
   conversationId: string,
+  customer = readingCustomerOf(caller),
 ): Promise<ConversationView | undefined> {
   const id = tenantConversationId(caller.tenantId, conversationId);
   const loaded = await ports.store.load({ state: { type: CONVERSATION_VIEW, id } });
   const view = loaded.state?.data as ConversationView | undefined;
   if (view && tenantOf(view) !== caller.tenantId)
     fail("not_found", `no conversation ${conversationId}`);
-  return view;
+  if (customer === undefined) return view;
+  if (await isCustomersConversation(ports, caller.tenantId, id, customer, view !== undefined))
+    return view;
+  if (caller.service)
+    fail(
+      "forbidden",
+      `conversation ${conversationId} is not customer ${customer}'s: a conversation takes the messages of the customer whose first message opened it`,
+    );
+  fail("not_found", `no conversation ${conversationId}`);
+}
+
+/**
+ * Whether `caller` may read the conversation keyed `key` (its tenant's), which has a view: a
+ * service any of its tenant's, a user only their own customer's.
+ */
+export async function mayReadConversation(
+  ports: Pick<FrontDoorPorts, "store">,
+  caller: Caller,
+  key: string,
+): Promise<boolean> {
+  const customer = readingCustomerOf(caller);
+  return (
+    customer === undefined ||
+    (await isCustomersConversation(ports, caller.tenantId, key, customer, true))
+  );
+}
+
+/** The customer a caller reads conversations as: a user's own; none for a service. */
+function readingCustomerOf(caller: Caller): string | undefined {
+  return caller.service === undefined && caller.userId !== undefined
+    ? ownCustomerOf(caller.userId)
+    : undefined;
+}
+
+/**
+ * Whether the conversation keyed `id` (its tenant's key) is `customer`'s. A conversation is the
+ * customer's of its first message, as the conversation's state records it: the conversation role
+ * refuses any other customer's message for good (`conversation.customer_mismatch`), and its view
+ * does not say whose it is. With no state yet, the conversation is nobody's and its first message
+ * may be anyone's; but one with a view (`viewed`) and no state names no customer, so it is
+ * nobody's to read.
+ */
+async function isCustomersConversation(
+  ports: Pick<FrontDoorPorts, "store">,
+  tenant: string,
+  id: string,
+  customer: string,
+  viewed: boolean,
+): Promise<boolean> {
+  const loaded = await ports.store.load({ state: { type: CONVERSATION_AGGREGATE, id } });
+  const state = loaded.state?.data as ConversationState | null | undefined;
+  if (!state) return !viewed;
+  return tenantOf(state) === tenant && state.customer_id === customer;
 }
 
 async function postMessage({ request, params, ports, settings, who }: RouteContext) {
@@ -555,7 +617,9 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
   checkIdempotencyKey(request);
   const body = bodyOf(request, PostMessageBody, settings.maxBodyBytes);
   const customer = customerOf(caller, body.customer_id);
-  await conversationOf(ports, caller, conversationId);
+  // Before anything is counted, claimed or put: another customer's message would be refused by
+  // the conversation for good, after a 202.
+  await conversationOf(ports, caller, conversationId, customer);
   const key = tenantConversationId(caller.tenantId, conversationId);
   if (caller.service && body.customer_id !== undefined)
     ports.log?.info("a service acts for a customer", {
@@ -694,11 +758,19 @@ async function accept(
   const accepted = ports.sealer ? await ports.sealer.seal(plain) : plain;
   const record = acceptedRecord(request, caller, accepted, body, answer, ports.clock.now());
   const counted = run !== undefined && (await countAccepted(context, caller, run, record));
-  const stored = record && (await remember(context, record));
-  const envelope = stored?.envelope ?? accepted;
   const release = async () => {
     if (counted) await ports.runs.remove(caller.tenantId, [run]);
   };
+  let stored: AcceptedRequest | undefined;
+  try {
+    stored = record && (await remember(context, record));
+  } catch (error) {
+    // Refused (409: the key's first request was another): nothing of this request is kept, so
+    // its run never starts. A release that fails leaves it counted until it counts as lost.
+    if (error instanceof ProblemError) await release().catch(() => undefined);
+    throw error;
+  }
+  const envelope = stored?.envelope ?? accepted;
   // The key's first request started its own run, counted then: this request's count goes.
   if (envelope.event_id !== accepted.event_id) await release();
   try {
@@ -714,9 +786,16 @@ async function accept(
   return json(202, response, { location: Object.values(links)[0] ?? "" });
 }
 
-/** The stored key of a request's Idempotency-Key: the tenant's, hashed. */
+/**
+ * The stored key of a request's Idempotency-Key: the caller's, hashed under its tenant. A user's
+ * key is their own (hashed with their user id), so another user of the tenant sending the same
+ * key sends another request. A service signing with AWS credentials has no user: its keys are
+ * its tenant's, since a retry may come signed by another session of the same role.
+ */
 function acceptedKey(caller: Caller, idempotencyKey: string): string {
-  return `${caller.tenantId}#${sha256(idempotencyKey)}`;
+  const scoped =
+    caller.userId === undefined ? idempotencyKey : `${caller.userId}\n${idempotencyKey}`;
+  return `${caller.tenantId}#${sha256(scoped)}`;
 }
 
 /** What is kept of a request sent with an Idempotency-Key (./accepted); none without one. */

@@ -14,6 +14,7 @@ import {
   conversationOf,
   DAG_RUN,
   idParam,
+  mayReadConversation,
   methodsOf,
   runAnswer,
   turnsOf,
@@ -44,7 +45,8 @@ import { checkServed } from "./served";
  * A conversation that has no view yet (the message was posted a moment ago) is waited for. The
  * id is the caller's tenant's own (schemas/ids.ts `tenantConversationId`), and a view that names
  * another tenant all the same is 404, as on the GET routes, before or after it appears; so is
- * another tenant's run.
+ * another customer's conversation to a user (./api.ts `conversationOf`), and another tenant's
+ * run.
  *
  * The `/agui` routes send the same conversation and run as AG-UI events read from the event
  * store, each message's id a position in the stored streams (./agui-stream.ts).
@@ -172,8 +174,11 @@ export async function openStream(
   const since = lastEventIdOf(request.headers["last-event-id"]);
   if (route.of === "conversation") {
     const id = idParam(params, "conversation_id");
-    await conversationOf(ports, caller, id);
-    return { run: (sink) => streamConversation(ports, settings, caller, id, since, sink) };
+    // A conversation without a view yet has its customer checked once it has one.
+    const checked = (await conversationOf(ports, caller, id)) !== undefined;
+    return {
+      run: (sink) => streamConversation(ports, settings, caller, { id, checked }, since, sink),
+    };
   }
   const id = idParam(params, "run_id");
   const state = await loadRun(ports, id);
@@ -237,25 +242,32 @@ async function streamConversation(
   ports: StreamPorts,
   settings: StreamSettings,
   caller: Caller,
-  conversationId: string,
+  conversation: { readonly id: string; readonly checked: boolean },
   since: number | undefined,
   sink: StreamSink,
 ): Promise<void> {
+  const conversationId = conversation.id;
+  const key = tenantConversationId(caller.tenantId, conversationId);
+  // A conversation's customer, once checked, is not read again: it never changes.
+  let checked = conversation.checked;
   let revision = -1;
   const sent = new Map<string, string>();
   await pollUntilDone(ports, settings, sink, async () => {
-    const loaded = await ports.store.load({
-      state: { type: CONVERSATION_VIEW, id: tenantConversationId(caller.tenantId, conversationId) },
-    });
+    const loaded = await ports.store.load({ state: { type: CONVERSATION_VIEW, id: key } });
     const stored = loaded.state;
     if (!stored || stored.revision === revision) return "more";
     const view = stored.data as ConversationView | null;
-    if (!view || tenantOf(view) !== caller.tenantId) {
+    const readable =
+      view !== null &&
+      tenantOf(view) === caller.tenantId &&
+      (checked || (await mayReadConversation(ports, caller, key)));
+    if (!readable) {
       sink.write(
         sseFrame("error", { code: "not_found", detail: `no conversation ${conversationId}` }),
       );
       return "done";
     }
+    checked = true;
     const turns = turnsOf(view);
     // The client saw this revision already: what it has is what the view has.
     const seen = revision === -1 && since === stored.revision;

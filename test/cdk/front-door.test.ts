@@ -172,6 +172,7 @@ describe("the front door", () => {
         condition: {
           "ForAllValues:StringLike": {
             "dynamodb:LeadingKeys": [
+              "conversation#*",
               "conversation_view#*",
               "dag_run#*",
               "http_request#*",
@@ -423,7 +424,7 @@ describe("the front door", () => {
         actions: ["dynamodb:GetItem"],
         condition: {
           "ForAllValues:StringLike": {
-            "dynamodb:LeadingKeys": ["conversation_view#*", "dag_run#*"],
+            "dynamodb:LeadingKeys": ["conversation#*", "conversation_view#*", "dag_run#*"],
           },
         },
       },

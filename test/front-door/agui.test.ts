@@ -455,8 +455,16 @@ describe("the AG-UI routes over an event store in memory", () => {
   const SETTINGS = { pollMs: 1000, maxSeconds: 5, heartbeatSeconds: 60 };
   const keyed = tenantConversationId("acme", "conv_a");
 
-  /** A conversation of `turns` (task id -> facts of its streams) and the view that names them. */
-  function world(turns: Record<string, Envelope[]>, tenant = "acme", status?: string) {
+  /**
+   * A conversation of `turns` (task id -> facts of its streams), the view that names them, and
+   * its state, which says whose it is (`customer`: ACME's own by default).
+   */
+  function world(
+    turns: Record<string, Envelope[]>,
+    tenant = "acme",
+    status?: string,
+    customer = "cust_1",
+  ) {
     const streams = new Map<string, Envelope[]>();
     const append = (e: Envelope) => {
       const key = `${e.aggregate.type}#${e.aggregate.id}`;
@@ -473,6 +481,11 @@ describe("the AG-UI routes over an event store in memory", () => {
     const ports = {
       store: {
         async load({ state }: { state?: { type: string; id: string } }) {
+          if (state?.type === "conversation") {
+            const data = { conversation_id: keyed, customer_id: customer, tenant_id: tenant };
+            const conversation = { aggregate: state, revision: 1, version: 1, data };
+            return { inboxHit: false, checkpoint: 0, state: conversation } as never;
+          }
           // A view whose turns keep `status` does not move; otherwise every read moves it.
           revision = status && revision > 0 ? revision : revision + 1;
           const data = {
@@ -673,6 +686,52 @@ describe("the AG-UI routes over an event store in memory", () => {
     expect(reads).toEqual([[turnRef, ...resultRefs]]);
     for (let cut = 0; cut < all.length; cut++)
       expect(await read(withContent, all[cut]?.id), `after ${cut}`).toEqual(all.slice(cut + 1));
+  });
+
+  it("answers 404 for another customer's conversation of the tenant, before anything is sent", async () => {
+    const { ports } = world({ task_1: [] }, "acme", undefined, "cust_2");
+    await expect(
+      openStream(
+        { method: "GET", path: "/v1/conversations/conv_a/agui", headers: {} },
+        ACME,
+        ports as never,
+        SETTINGS,
+      ),
+    ).rejects.toMatchObject({ problem: { code: "not_found", detail: "no conversation conv_a" } });
+  });
+
+  it("a conversation another customer opens after the stream did ends it with RUN_ERROR, none of its facts sent", async () => {
+    const { ports } = world(
+      { task_1: [reply("task_1", "their reply")] },
+      "acme",
+      undefined,
+      "cust_2",
+    );
+    // Neither the view nor the conversation's state is there when the stream opens.
+    let opened = false;
+    const load = ports.store.load;
+    const store = {
+      async load(request: { state?: { type: string; id: string } }) {
+        return opened ? load(request) : { inboxHit: false, checkpoint: 0 };
+      },
+    };
+    const stream = await openStream(
+      { method: "GET", path: "/v1/conversations/conv_a/agui", headers: {} },
+      ACME,
+      { ...ports, store } as never,
+      SETTINGS,
+    );
+    opened = true;
+    let text = "";
+    await stream.run({ write: (t) => (text += t), closed: () => false });
+    const events = text
+      .split("\n\n")
+      .filter((b) => b.includes("data: "))
+      .map((b) => JSON.parse(/^data: (.*)$/m.exec(b)?.[1] ?? "null") as BaseEvent);
+    expect(events).toEqual([
+      { type: "RUN_ERROR", code: "not_found", message: "no conversation conv_a" },
+    ]);
+    expect(text).not.toContain("their reply");
   });
 
   it("refuses an id it did not write, another tenant's run, and a stack that reads no event store", async () => {

@@ -8,6 +8,7 @@ import { localKeyWrapping } from "../../functions/core/personal-data/local-key-w
 import { isSealed, Vault } from "../../functions/core/personal-data/vault";
 import type { PublishFailure } from "../../functions/core/ports";
 import { RETENTION } from "../../functions/core/retention";
+import type { Role } from "../../functions/core/role";
 import { parseTraceparent, ulidHex } from "../../functions/core/trace-context";
 import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
 import {
@@ -25,6 +26,8 @@ import {
   InMemoryRunsInFlight,
   UNSTARTED_RUN_SECONDS,
 } from "../../functions/front-door/runs-in-flight";
+import { conversationRole } from "../../functions/roles/customer-support/conversation/conversation";
+import { conversationProjection } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import type { Feature } from "../../functions/roles/features";
 import { type Envelope, registry } from "../../schemas";
 import { tenantConversationId } from "../../schemas/ids";
@@ -121,6 +124,25 @@ function world(options: WorldOptions = {}) {
   return { ports, published, logged, views, tasks, accepted, limits, runs, controls, clock, send };
 }
 
+/**
+ * A conversation's state as the conversation role keeps it (what says whose it is: its first
+ * message's customer), under `views` with the projections.
+ */
+function opened(
+  views: Map<string, unknown>,
+  key: string,
+  customer: string,
+  tenant: string | null = "acme",
+) {
+  views.set(`conversation#${key}`, {
+    conversation_id: key,
+    customer_id: customer,
+    ...(tenant === null ? {} : { tenant_id: tenant }),
+    version: 1,
+    messages: [],
+  });
+}
+
 const post = (conversation: string, body: unknown, headers: Record<string, string> = {}) => ({
   method: "POST",
   path: `/v1/conversations/${conversation}/messages`,
@@ -197,7 +219,8 @@ describe("POST /v1/conversations/{id}/messages", () => {
     const event = published[0] as Envelope;
     expect(isSealed((event.payload as { text: unknown }).text)).toBe(true);
     expect(JSON.stringify(published)).not.toContain("MARKER-door-3c9a");
-    const key = createHash("sha256").update("k-s").digest("hex");
+    // Kept under the tenant and a hash of the user and the key: the key is the user's own.
+    const key = createHash("sha256").update(`user_${ACME.sub}\nk-s`).digest("hex");
     const kept = await accepted.find(`acme#${key}`);
     expect(kept?.envelope).toEqual(event);
     expect((await vault.open(event)).payload).toMatchObject({ text: words });
@@ -382,6 +405,200 @@ describe("whose message it is", () => {
   });
 });
 
+describe("a conversation is its customer's", () => {
+  const ALICE = { tenant_id: "acme", sub: "alice" };
+  const BOB = { tenant_id: "acme", sub: "bob" };
+  const CONV_1 = tenantConversationId("acme", "conv_1");
+  const PARTNER = "arn:aws:iam::123456789012:role/partner-backend";
+  const get = (claims: Record<string, unknown>) =>
+    ({ method: "GET", path: "/v1/conversations/conv_1", claims }) as const;
+  const alices = (views: Map<string, unknown>) => {
+    views.set(`conversation_view#${CONV_1}`, {
+      conversation_id: CONV_1,
+      tenant_id: "acme",
+      version: 1,
+      turn_order: ["task_A"],
+      turns: {
+        task_A: {
+          task_id: "task_A",
+          status: "delivered",
+          text: "my order 123",
+          reply_text: "refund issued",
+        },
+      },
+    });
+    opened(views, CONV_1, "cust_alice");
+  };
+
+  it("another customer of the tenant reads it as one that does not exist (404); its own reads it", async () => {
+    const { send, views } = world();
+    alices(views);
+    const bob = await send(get(BOB));
+    const missing = await send({ ...get(BOB), path: "/v1/conversations/conv_2" });
+    expect([bob.statusCode, bodyOf(bob).code, bodyOf(bob).detail]).toEqual([
+      404,
+      "not_found",
+      "no conversation conv_1",
+    ]);
+    expect(bob.body).not.toContain("my order");
+    // The same answer as an id nobody used, so a guessed id tells nothing.
+    expect(bodyOf(missing).detail).toBe("no conversation conv_2");
+    expect((await send({ ...get(BOB), method: "HEAD" })).statusCode).toBe(404);
+    const alice = await send(get(ALICE));
+    expect(alice.statusCode).toBe(200);
+    expect(bodyOf(alice).turns).toEqual([expect.objectContaining({ text: "my order 123" })]);
+    // A view whose conversation records no customer is nobody's to read.
+    views.delete(`conversation#${CONV_1}`);
+    expect((await send(get(ALICE))).statusCode).toBe(404);
+  });
+
+  it("another customer's message is refused (404) before anything is counted, claimed, kept or put", async () => {
+    const { send, views, published, accepted, limits, ports } = world();
+    alices(views);
+    const sequences = ports.sequences as InMemoryClientSequences;
+    const refused = await send({
+      ...post("conv_1", { text: "refund it to me", client_seq: 100 }, { "idempotency-key": "k" }),
+      claims: BOB,
+    });
+    expect([refused.statusCode, bodyOf(refused).code, bodyOf(refused).detail]).toEqual([
+      404,
+      "not_found",
+      "no conversation conv_1",
+    ]);
+    expect(published).toEqual([]);
+    expect(accepted.records.size).toBe(0);
+    expect(sequences.records.size).toBe(0);
+    expect(limits.counts.size).toBe(0);
+    // Bob claimed none of Alice's numbers: her next message is the conversation's next.
+    const hers = await send({ ...post("conv_1", { text: "and my refund?" }), claims: ALICE });
+    expect([hers.statusCode, bodyOf(hers).client_seq]).toEqual([202, 1]);
+    expect(published.map((e) => e.user_id)).toEqual(["user_alice"]);
+  });
+
+  it("a conversation not opened yet is opened by its first message, whoever's", async () => {
+    const { send, published } = world();
+    const first = await send({ ...post("conv_1", { text: "hi" }), claims: BOB });
+    expect(first.statusCode).toBe(202);
+    expect(published[0]?.payload).toMatchObject({ customer_id: "cust_bob" });
+  });
+
+  it("a service reads any of its tenant's, and writes into one only for its customer (else 403)", async () => {
+    const { send, views, published } = world();
+    alices(views);
+    const read = await send({
+      method: "GET",
+      path: "/v1/tenants/acme/conversations/conv_1",
+      principal: PARTNER,
+    });
+    expect(read.statusCode).toBe(200);
+    const write = (customer: string) =>
+      send({
+        method: "POST",
+        path: "/v1/tenants/acme/conversations/conv_1/messages",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ text: "hi", customer_id: customer }),
+        principal: PARTNER,
+      });
+    const other = await write("cust_bob");
+    expect([other.statusCode, bodyOf(other).code]).toEqual([403, "forbidden"]);
+    expect(bodyOf(other).detail).toContain("is not customer cust_bob's");
+    expect(published).toEqual([]);
+    expect((await write("cust_alice")).statusCode).toBe(202);
+  });
+
+  it("with the conversation's roles in memory: one customer's conversation is nobody else's to read or write", async () => {
+    const bus = new Bus({
+      roles: [conversationRole() as Role<unknown>, conversationProjection as Role<unknown>],
+    });
+    const { ports } = world();
+    const published: Envelope[] = [];
+    const withRoles: FrontDoorPorts = {
+      ...ports,
+      publisher: {
+        async publish(_topic, envelopes) {
+          published.push(...envelopes);
+          for (const envelope of envelopes) bus.send(envelope);
+          return [];
+        },
+      },
+      store: bus.store,
+    };
+    const send = (request: Partial<HttpRequest> & Pick<HttpRequest, "method" | "path">) =>
+      handleRequest({ headers: {}, requestId: "req-1", ...request }, withRoles, {});
+    const first = await send({ ...post("conv_1", { text: "my order 123" }), claims: ALICE });
+    expect(first.statusCode).toBe(202);
+    await bus.drain();
+    expect((await send(get(ALICE))).statusCode).toBe(200);
+    const read = await send(get(BOB));
+    const write = await send({ ...post("conv_1", { text: "mine now" }), claims: BOB });
+    expect([read.statusCode, write.statusCode]).toEqual([404, 404]);
+    await bus.drain();
+    // Nothing of Bob's reached the conversation, so nothing was dead-lettered either.
+    expect(published).toHaveLength(1);
+    expect(bus.deadLettered).toEqual([]);
+  });
+});
+
+describe("an Idempotency-Key is its caller's", () => {
+  const ALICE = { tenant_id: "acme", sub: "alice" };
+  const BOB = { tenant_id: "acme", sub: "bob" };
+  const start = (send: ReturnType<typeof world>["send"], sub: string, key = "k1") =>
+    send({
+      method: "POST",
+      path: "/v1/workflows/long-form/runs",
+      claims: { tenant_id: "acme", sub },
+      headers: { "content-type": "application/json", "idempotency-key": key },
+      body: JSON.stringify({ topic_hint: "grid" }),
+    });
+
+  it("another user of the tenant sending the same key and body starts a run of their own", async () => {
+    const { send, published } = world();
+    const alice = await start(send, "alice");
+    const bob = await start(send, "bob");
+    expect([alice.statusCode, bob.statusCode]).toEqual([202, 202]);
+    expect(bodyOf(bob).run_id).not.toBe(bodyOf(alice).run_id);
+    expect(published.map((e) => [e.user_id, e.aggregate.id])).toEqual([
+      ["user_alice", bodyOf(alice).run_id],
+      ["user_bob", bodyOf(bob).run_id],
+    ]);
+    // Each one's retry is still their own request.
+    expect((await start(send, "alice")).body).toBe(alice.body);
+    expect((await start(send, "bob")).body).toBe(bob.body);
+  });
+
+  it("another user's same key on a message puts their own message, not the first user's", async () => {
+    const { send, published } = world();
+    const message = (claims: Record<string, unknown>, conversation: string) =>
+      send({ ...post(conversation, { text: "hello" }, { "idempotency-key": "1" }), claims });
+    const alice = await message(ALICE, "conv_a");
+    const bob = await message(BOB, "conv_b");
+    expect([alice.statusCode, bob.statusCode]).toEqual([202, 202]);
+    expect(bodyOf(bob).event_id).not.toBe(bodyOf(alice).event_id);
+    expect(
+      published.map((e) => [e.user_id, (e.payload as { customer_id: string }).customer_id]),
+    ).toEqual([
+      ["user_alice", "cust_alice"],
+      ["user_bob", "cust_bob"],
+    ]);
+  });
+
+  it("a service signing with AWS credentials keeps its tenant's keys, whichever session signs", async () => {
+    const { send } = world();
+    const startAs = (principal: string) =>
+      send({
+        method: "POST",
+        path: "/v1/tenants/acme/workflows/long-form/runs",
+        headers: { "content-type": "application/json", "idempotency-key": "k1" },
+        body: JSON.stringify({ topic_hint: "grid" }),
+        principal,
+      });
+    const first = await startAs("arn:aws:sts::123456789012:assumed-role/partner/session-1");
+    const retried = await startAs("arn:aws:sts::123456789012:assumed-role/partner/session-2");
+    expect(first.statusCode).toBe(202);
+    expect(retried.body).toBe(first.body);
+  });
+});
+
 describe("each tenant's cap", () => {
   it("over its requests per minute a tenant gets 429 with Retry-After, others go on", async () => {
     const { send, published } = world({ perMinute: 2 });
@@ -519,6 +736,7 @@ describe("a tenant's stop and model call rate", () => {
 describe("tenants", () => {
   it("each tenant's conversation ids are its own: another's reads 404, and its post opens its own", async () => {
     const { send, views, published } = world();
+    opened(views, ACME_CONV_A1, `cust_${ACME.sub}`);
     views.set(`conversation_view#${ACME_CONV_A1}`, {
       conversation_id: "conv_a1",
       tenant_id: "acme",
@@ -584,6 +802,7 @@ describe("tenants", () => {
       },
       turn_order: ["task_held_for_review", "task_rejected", "task_approved"],
     });
+    opened(views, ACME_CONV_A1, `cust_${ACME.sub}`);
     const response = await send({ method: "GET", path: "/v1/conversations/conv_a1", claims: ACME });
     expect(bodyOf(response).turns).toEqual([
       { task_id: "task_held_for_review", status: "held_for_review", text: "hi" },
@@ -655,6 +874,7 @@ describe("tenants", () => {
       turns: {},
       turn_order: [],
     });
+    opened(views, "conv_old", "cust_ops", null);
     const acme = await send({ method: "GET", path: "/v1/conversations/conv_old", claims: ACME });
     const fallback = { tenant_id: "default", sub: "ops" };
     const own = await send({ method: "GET", path: "/v1/conversations/conv_old", claims: fallback });
@@ -905,6 +1125,30 @@ describe("each tenant's runs in flight", () => {
     );
     expect(other.statusCode).toBe(409);
     expect((await startRun(send, ACME, "k-new")).statusCode).toBe(429);
+  });
+
+  it("a start refused for its key (409) is not counted", async () => {
+    const { send, runs } = world();
+    const start = (key: string | undefined, topic: string) =>
+      send(
+        {
+          method: "POST",
+          path: "/v1/workflows/long-form/runs",
+          claims: ACME,
+          headers: {
+            "content-type": "application/json",
+            ...(key === undefined ? {} : { "idempotency-key": key }),
+          },
+          body: JSON.stringify({ topic_hint: topic }),
+        },
+        CAP,
+      );
+    const first = await start("k", "a");
+    expect(first.statusCode).toBe(202);
+    expect((await start("k", "b")).statusCode).toBe(409);
+    expect(runs.counted.get("acme")?.map((r) => r.runId)).toEqual([runIdOf(first)]);
+    expect((await start(undefined, "c")).statusCode).toBe(202);
+    expect((await start(undefined, "d")).statusCode).toBe(429);
   });
 
   it("a run stops counting once its state says it ended, its start was refused, or it never started", async () => {

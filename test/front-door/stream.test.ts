@@ -5,6 +5,7 @@ import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EventStore, StoredState } from "../../functions/core/ports";
 import { ProblemError } from "../../functions/front-door/http";
+import type { Caller } from "../../functions/front-door/identity";
 import { openStream, type StreamSettings } from "../../functions/front-door/stream";
 import { createFrontDoorStreamHandler } from "../../functions/handlers/front-door-stream";
 import { tenantConversationId } from "../../schemas/ids";
@@ -21,8 +22,12 @@ process.env.POWERTOOLS_METRICS_DISABLED = "true";
 const ACME = { tenantId: "acme", userId: "user_1" };
 const SETTINGS: StreamSettings = { pollMs: 1000, maxSeconds: 30, heartbeatSeconds: 10 };
 
-/** A state item per poll: each load returns the next of `states` (the last one repeats). */
-function world(states: Record<string, (StoredState | undefined)[]>) {
+/**
+ * A state item per poll: each load returns the next of `states` (the last one repeats). Acme's
+ * `conv_a` is ACME's own customer's unless `states` says whose it is.
+ */
+function world(given: Record<string, (StoredState | undefined)[]>) {
+  const states = { [CONVERSATION_STATE]: [conversationState("cust_1")], ...given };
   let now = Date.parse("2026-12-02T10:00:00Z");
   const reads = new Map<string, number>();
   const store: Pick<EventStore, "load"> = {
@@ -55,6 +60,23 @@ function view(revision: number, tenant: string | undefined, turns: Record<string
       version: revision,
       turns: Object.fromEntries(turns.map((t) => [t.task_id, t])),
       turn_order: turns.map((t) => t.task_id),
+    },
+  } as StoredState;
+}
+
+/** Acme's `conv_a` as the conversation role keeps it: whose it is, its first message's customer. */
+function conversationState(customer: string, tenant = "acme") {
+  const id = tenantConversationId("acme", "conv_a");
+  return {
+    aggregate: { type: "conversation", id },
+    revision: 1,
+    version: 1,
+    data: {
+      conversation_id: id,
+      customer_id: customer,
+      tenant_id: tenant,
+      version: 1,
+      messages: [],
     },
   } as StoredState;
 }
@@ -118,8 +140,9 @@ function parseFrames(text: string) {
   }[];
 }
 
-/** Acme's `conv_a`, keyed by the tenant and the client's id. */
+/** Acme's `conv_a`, keyed by the tenant and the client's id: its view and its state. */
 const CONVERSATION = `conversation_view#${tenantConversationId("acme", "conv_a")}`;
+const CONVERSATION_STATE = `conversation#${tenantConversationId("acme", "conv_a")}`;
 const RUN = "dag_run#run_a";
 
 describe("a conversation's stream", () => {
@@ -193,6 +216,38 @@ describe("a conversation's stream", () => {
       SETTINGS,
     );
     await expect(opened).rejects.toMatchObject({ problem: { code: "not_found" } });
+  });
+
+  it("answers 404 for another customer's conversation of the tenant before anything is sent; a service reads it", async () => {
+    const { ports } = world({
+      [CONVERSATION]: [view(1, "acme", [received])],
+      [CONVERSATION_STATE]: [conversationState("cust_2")],
+    });
+    const open = (caller: Caller) =>
+      openStream(
+        { method: "GET", path: "/v1/conversations/conv_a/stream", headers: {} },
+        caller,
+        ports,
+        SETTINGS,
+      );
+    await expect(open(ACME)).rejects.toMatchObject({
+      problem: { code: "not_found", detail: "no conversation conv_a" },
+    });
+    const service = { tenantId: "acme", service: "arn:aws:iam::123456789012:role/partner" };
+    await expect(open(service)).resolves.toBeDefined();
+  });
+
+  it("a conversation another customer opens after the stream did ends it with not_found, none of its turns sent", async () => {
+    const frames = await collect(
+      {
+        [CONVERSATION]: [undefined, undefined, view(1, "acme", [received])],
+        [CONVERSATION_STATE]: [undefined, conversationState("cust_2")],
+      },
+      "/v1/conversations/conv_a/stream",
+    );
+    expect(frames.filter((f) => f.event)).toEqual([
+      { event: "error", data: { code: "not_found", detail: "no conversation conv_a" } },
+    ]);
   });
 
   it("refuses a bad id or Last-Event-ID (400) and an unknown stream (404)", async () => {
@@ -327,7 +382,10 @@ describe("the stream function", () => {
     query?: Record<string, string>,
     env: Record<string, string> = {},
   ) {
-    const { ports } = world({ [CONVERSATION]: [view(1, "acme", [received])] });
+    const { ports } = world({
+      [CONVERSATION]: [view(1, "acme", [received])],
+      [CONVERSATION_STATE]: [conversationState("cust_u1")],
+    });
     const handler = createFrontDoorStreamHandler({
       env: {
         STATE_TABLE: "state",

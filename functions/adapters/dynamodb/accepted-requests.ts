@@ -21,7 +21,7 @@ export interface DynamoAcceptedRequestsOptions {
 
 /**
  * The front door's accepted requests (functions/front-door/accepted.ts) on the state table: one
- * item per tenant and Idempotency-Key, `pk` = `http_request#<tenant>#<sha256>`, written once by a
+ * item per caller and Idempotency-Key, `pk` = `http_request#<tenant>#<sha256>`, written once by a
  * conditional PutItem and expiring on the table's `ttl`. Like the agents' content items, it has no
  * attribute of the table's sparse indexes, so it is written to the table alone (one write unit for
  * a message of a few KB), and its key is no aggregate's (an aggregate's id has a `_`, a tenant's

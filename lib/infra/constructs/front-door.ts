@@ -186,7 +186,8 @@ const ACCESS_LOG_FIELDS = {
  * to a log group kept a month.
  *
  * The function may read the state items it answers from (conversation views, workflow runs,
- * accepted requests, client sequences) and the runs' states (BatchGetItem, for the runs in
+ * accepted requests, client sequences), the conversations' states (whose customer a conversation
+ * is) and the runs' states (BatchGetItem, for the runs in
  * flight), write accepted requests, the conversations' client sequences and the tenants' request
  * and run counts only, and read a task's steps from the events
  * table (Query of its trace indexes, and of the streams whose runs they point at), and list a
@@ -351,7 +352,8 @@ export class FrontDoor extends Construct {
         resources: [props.tables.state.tableArn],
         conditions: {
           "ForAllValues:StringLike": {
-            "dynamodb:LeadingKeys": ["conversation_view#*", "dag_run#*"],
+            // A conversation's state says whose it is (a user reads only their customer's).
+            "dynamodb:LeadingKeys": ["conversation#*", "conversation_view#*", "dag_run#*"],
           },
         },
       }),
@@ -564,7 +566,13 @@ export class FrontDoor extends Construct {
       new PolicyStatement({
         actions: ["dynamodb:GetItem"],
         resources: [tables.state.tableArn],
-        conditions: leading(["conversation_view#*", "dag_run#*", "http_request#*", "client_seq#*"]),
+        conditions: leading([
+          "conversation#*",
+          "conversation_view#*",
+          "dag_run#*",
+          "http_request#*",
+          "client_seq#*",
+        ]),
       }),
     );
     this.function.addToRolePolicy(
