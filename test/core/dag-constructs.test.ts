@@ -420,6 +420,37 @@ describe("bounded loop", () => {
     expect(t.run.status).toBe("COMPLETED");
   });
 
+  it("tells a body node still running (a branch its quorum join left) to stop when a round begins", () => {
+    // a -> {b, c} -> q (quorum 1) -> x, x loops back to a.
+    const def = flow(
+      [task("a"), task("b"), task("c"), task("q", { join: "quorum", quorum: 1 }), task("x")],
+      [
+        edge("a", "b"),
+        edge("a", "c"),
+        edge("b", "q"),
+        edge("c", "q"),
+        edge("q", "x"),
+        { from: "x", to: "a", loop: { until: { path: "done", equals: true }, maxRounds: 2 } },
+      ],
+    );
+    let t = complete(startRun(def, "r", {}), def, "a");
+    t = complete(t, def, "b");
+    t = complete(t, def, "q");
+    expect(t.run.nodes.c?.state).toBe("RUNNING");
+    const running = t.run.nodes.c?.assigned_generation;
+    t = complete(t, def, "x", { done: false });
+    expect(t.commands).toContainEqual(
+      expect.objectContaining({
+        type: "node.cancel",
+        node_id: "c",
+        reason: "rerun",
+        generation: running,
+      }),
+    );
+    expect(t.run.nodes.c?.state).toBe("PENDING");
+    expect(assigned(t)).toEqual(["a"]);
+  });
+
   it("counts its rounds from 1 again after a re-run reaches it", () => {
     const def = loopFlow({ maxRounds: 2 });
     let t = complete(startRun(def, "r", {}), def, "topic");

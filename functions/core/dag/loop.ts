@@ -1,6 +1,7 @@
 import { conditionHolds } from "./definition";
 import type { Draft } from "./draft";
 import { type LoopRun, TERMINAL } from "./run";
+import { stopNode } from "./stop";
 import type { LoopOf } from "./validate";
 
 /**
@@ -62,8 +63,12 @@ function nextRound(draft: Draft, loop: LoopOf, round: number): void {
   const generation = draft.run.generation + 1;
   draft.run = { ...draft.run, generation };
   setLoop(draft, loop.exit, { round, previous });
-  for (const id of loop.body)
-    draft.put(id, { state: "PENDING", remaining_upstreams: 0, attempt: draft.node(id).attempt });
+  // A body node may still run (a branch a quorum join left to finish): its work is the last
+  // round's, so it is told to stop, as a re-run tells a node it starts again.
+  for (const id of loop.body) {
+    const node = stopNode(draft, id, "rerun");
+    draft.put(id, { state: "PENDING", remaining_upstreams: 0, attempt: node.attempt });
+  }
   for (const id of loop.body) {
     const open = (draft.graph.up.get(id) ?? []).filter(
       (edge) => !TERMINAL.has(draft.node(edge.from).state),
