@@ -1,3 +1,4 @@
+import { RunInput } from "../../schemas/events/run-input";
 import * as z from "../../schemas/zod";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { WorkflowDefinitionError } from "../core/dag/errors";
@@ -74,9 +75,17 @@ export async function tenantWorkflow(
   return found;
 }
 
-/** 400 naming every way `input` does not fit the workflow's declared input. */
+/**
+ * 400 naming every way `input` does not fit the workflow's declared input, or a run input's
+ * bounds (its size and nesting: it is copied into the run's state and every step's request),
+ * which a declared input leaves open to fields of its own.
+ */
 export function checkRunInput(definition: WorkflowDefinition, input: unknown): void {
-  const problems = runInputProblems(definition.input, input);
+  const bounds = RunInput.safeParse(input);
+  const problems = [
+    ...(bounds.success ? [] : bounds.error.issues.map((i) => `(input): ${i.message}`)),
+    ...runInputProblems(definition.input, input),
+  ];
   if (problems.length > 0)
     fail(
       "invalid_request",

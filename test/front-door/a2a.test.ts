@@ -701,6 +701,18 @@ describe("a start through A2A goes through the front door's admission", () => {
     expect(fits.result?.task).toMatchObject({ status: { state: "TASK_STATE_INPUT_REQUIRED" } });
   });
 
+  it("checks a run input's bounds too (at most 16 KiB, 8 levels): invalid params, nothing counted or put", async () => {
+    const { service, published, limits, inFlight } = world();
+    const big = data({ topic_hint: "grid fees", notes: "a".repeat(20_000) });
+    const refused = await result(await answerA2a(rpc("SendMessage", big), service("acme")));
+    expect(refused.error).toMatchObject({ code: -32602 });
+    const violations = detail(refused.error, "BadRequest")?.fieldViolations as unknown[];
+    expect(JSON.stringify(violations)).toMatch(/at most 16384 bytes/);
+    expect(published).toEqual([]);
+    expect(limits.counts.size).toBe(0);
+    expect(inFlight.counted.size).toBe(0);
+  });
+
   it("a start the bus does not take no longer counts against the tenant", async () => {
     const { service, inFlight } = world();
     const failing = service("acme");
