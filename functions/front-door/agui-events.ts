@@ -89,7 +89,7 @@ export function conversationFactEvents(
     type: EventType.STATE_DELTA,
     delta: turnPatch(event.task_id, event.event_type, fields(payload)),
   } as BaseEvent;
-  return [runStarted(thread, event), ...body, delta, conversationEnd(thread, event, payload)];
+  return [runStarted(thread, event), ...body, delta, conversationEnd(thread, event)];
 }
 
 /**
@@ -202,7 +202,7 @@ function runFinished(thread: Thread, event: Envelope, extra: object = {}): BaseE
 }
 
 /** A conversation fact's run end: an interrupt for a held reply, cancelled for a cancel. */
-function conversationEnd(thread: Thread, event: Envelope, payload: Payload): BaseEvent {
+function conversationEnd(thread: Thread, event: Envelope): BaseEvent {
   if (event.event_type === "reply.held_for_review")
     return runFinished(thread, event, {
       outcome: {
@@ -211,7 +211,9 @@ function conversationEnd(thread: Thread, event: Envelope, payload: Payload): Bas
           {
             id: `${event.task_id}:review`,
             reason: "held_for_review",
-            ...(typeof payload.reason === "string" ? { message: payload.reason } : {}),
+            // Why it was held (an output guard's finding, the model's request) is the operators',
+            // as GET /v1/conversations/{id} keeps it (`held_reason`): the client is told only that.
+            message: "the reply waits for a person's review",
             metadata: { task_id: event.task_id },
           },
         ],

@@ -98,10 +98,18 @@ describe("stored facts as AG-UI events", () => {
       type: "RUN_FINISHED",
       outcome: {
         type: "interrupt",
-        interrupts: [{ id: "task_1:review", reason: "held_for_review" }],
+        interrupts: [
+          {
+            id: "task_1:review",
+            reason: "held_for_review",
+            message: "the reply waits for a person's review",
+          },
+        ],
       },
     });
     expect(JSON.stringify(held)).not.toContain("It ships today.");
+    // Why it was held is the operators' (GET keeps `held_reason` from the customer too).
+    expect(JSON.stringify(held)).not.toContain('"refund"');
   });
 
   it("the turn's state builds by JSON Patch from its first fact on", () => {
