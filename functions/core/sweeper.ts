@@ -187,6 +187,17 @@ export function deterministicUlid(key: string, timeMs: number): string {
   return encodeTime(Math.max(0, Math.floor(timeMs)), 10) + random;
 }
 
+/**
+ * The states a sweep acts on, by aggregate type: DAG runs (leases, deadlines, waits, releases),
+ * agent runs (approval deadlines) and conversations (a message held for one before it). A due
+ * state of another type is not loaded.
+ */
+export const SWEPT_AGGREGATES: ReadonlySet<string> = new Set([
+  DAG_RUN_AGGREGATE,
+  AGENT_RUN_AGGREGATE,
+  CONVERSATION_AGGREGATE,
+]);
+
 /** The plan for one sweep. Throws PermanentError if it would build an invalid envelope. */
 export function planSweep(
   states: readonly StoredState<unknown>[],

@@ -25,6 +25,7 @@ import {
   LEASE_EXPIRED_METRIC,
   planSweep,
   SWEEPER_PRODUCER,
+  SWEPT_AGGREGATES,
   type SweepPlan,
 } from "../core/sweeper";
 import { containerAwsClient } from "./aws";
@@ -64,7 +65,7 @@ export type SweeperEnv = z.output<typeof SweeperEnv>;
 export interface SweepReport {
   /** Aggregates the due index listed. */
   readonly due: number;
-  /** DAG run and agent run states read. */
+  /** States read: the due DAG runs, agent runs and conversations. */
   readonly loaded: number;
   readonly leaseExpired: number;
   readonly releaseRequested: number;
@@ -98,10 +99,11 @@ export type SweeperHandler = (event?: unknown, context?: Context) => Promise<Swe
 
 /**
  * The scheduled lease sweeper (an EventBridge schedule invokes it every minute): reads the state
- * table's by-due index, loads the due DAG runs, plans with functions/core/sweeper.ts and puts
- * `node.lease.expired`, `node.confirm.expired`, `node.dependency.expired`, `node.wait.expired`
- * (events bus) and `workflow.release.requested` (commands bus) on the bus the registry puts each
- * type on. The ids are deterministic, so a retried or overlapping sweep
+ * table's by-due index, loads the due states it acts on (`SWEPT_AGGREGATES`: DAG runs, agent runs,
+ * conversations), plans with functions/core/sweeper.ts and puts `node.lease.expired`,
+ * `node.confirm.expired`, `node.dependency.expired`, `node.wait.expired`, an agent run's approval
+ * deadline, `conversation.hold.expired` (events bus) and `workflow.release.requested` (commands
+ * bus) on the bus the registry puts each type on. The ids are deterministic, so a retried or overlapping sweep
  * is de-duplicated by the orchestrator's inbox. Entries that could not be published fail the
  * invocation (after the rest went out), so the schedule's retry tries again.
  */
@@ -123,11 +125,8 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
     try {
       const now = clock.now();
       const due = await index.due(now, env.SWEEP_LIMIT);
-      // DAG runs and agent runs: the only states the sweeper acts on.
-      const runs = due.filter(
-        (ref) => ref.type === DAG_RUN_AGGREGATE || ref.type === AGENT_RUN_AGGREGATE,
-      );
-      const states = runs.length > 0 ? await index.loadStates(runs) : [];
+      const swept = due.filter((ref) => SWEPT_AGGREGATES.has(ref.type));
+      const states = swept.length > 0 ? await index.loadStates(swept) : [];
       const plan = planSweep(states, now, registry, env.SWEEP_RATE_SECONDS);
       const { published, failures } = await publishPlan(publisher, plan);
       const near = await countDeadlinesNear(index, now, env);

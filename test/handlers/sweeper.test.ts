@@ -10,9 +10,12 @@ import type { StoredState } from "../../functions/core/ports";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
 import { observability } from "../../functions/handlers/observe";
 import { createSweeperHandler } from "../../functions/handlers/sweeper";
+import { conversationRole } from "../../functions/roles/customer-support/conversation/conversation";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
+import { clientMessage, makeDeps } from "../core/fixtures";
+import { newConversationId } from "../core/support-fixture";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
 import { referenceOrchestrator } from "../support/reference";
@@ -187,6 +190,36 @@ describe("sweeper handler", () => {
     const loaded = await store().load({ state: { type: "dag_run", id: runId } });
     const state = loaded.state?.data as OrchestratorState;
     expect(state.run.nodes["topic-selection"]?.error?.code).toBe("agent_run.lease_expired");
+  });
+
+  it("nudges a conversation whose held message waited its time for the one before it", async () => {
+    // In memory: the conversation's hold is the case; the index is the one the simulation uses.
+    const { deps, clock: memoryClock, store: memory } = makeDeps();
+    const role = conversationRole({ holdSeconds: 60 });
+    const conversation = newConversationId();
+    const numbered = (seq: number) => {
+      const message = clientMessage(conversation, `message ${seq}`);
+      return { ...message, payload: { ...(message.payload as object), client_seq: seq } };
+    };
+    await consume(numbered(1), role, deps);
+    await consume(numbered(3), role, deps);
+    memoryClock.advance(61_000);
+    const published: Envelope[] = [];
+    const sweep = createSweeperHandler({
+      env: { ...env, STATE_TABLE: "in-memory" },
+      index: memory,
+      publisher: {
+        publish: async (_topic, envelopes) => {
+          published.push(...envelopes);
+          return [];
+        },
+      },
+      clock: memoryClock,
+    });
+    expect(await sweep()).toMatchObject({ due: 1, loaded: 1, published: 1 });
+    expect(published.map((e) => [e.event_type, e.aggregate.id])).toEqual([
+      ["conversation.hold.expired", conversation],
+    ]);
   });
 
   it("fails the invocation (transiently) when entries could not be published", async () => {
