@@ -15,7 +15,7 @@ import { review } from "./customer-support";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
 import { actingTenantOption, tenantArgument, tenantOption } from "./tenant";
-import { confirmNode, waitingSinceOption } from "./workflow";
+import { confirmNode, waitingSinceOf } from "./workflow";
 
 /**
  * What waits for a person's approval, and the answers (the approval primitive,
@@ -34,6 +34,9 @@ import { confirmNode, waitingSinceOption } from "./workflow";
  * - `agentbus resolve <run-id> --step <call-id> --as applied|not_applied`: whether a write whose
  *   outcome could not be learnt was applied; `agentbus resolve <run-id> --as answer --output JSON`:
  *   the answer of a run handed over for good (NEEDS_HUMAN waiting for an answer), which ends it.
+ * A step's answer names the wait it was given to (`--since`, as `agentbus approvals` prints it; none:
+ * the wait read as it is sent): a workflow node waits more than once, and a model may give each
+ * turn's tool calls the same ids, so an answer given to one wait must not answer a later one.
  * Each is sent on the stage's commands bus with who asked (`$AGENTBUS_OPERATOR` or the OS user)
  * and why (`--reason`), in the tenant of what waits, read from its state. What waits is read
  * first: a decision already taken is reported and nothing is sent (exit 0); one that does not
@@ -47,6 +50,7 @@ interface DecisionOptions {
   readonly step?: string;
   readonly reason?: string;
   readonly output?: string;
+  readonly since?: string;
   readonly tenant?: string;
 }
 
@@ -67,8 +71,7 @@ async function approveOrReject(
 ): Promise<void> {
   const tenant = tenantArgument(options.tenant);
   if (options.step === undefined) {
-    if (options.since !== undefined)
-      throw new UsageError("--since names a workflow node's wait, with --step; nothing sent");
+    if (options.since !== undefined) throw sinceWithoutStep();
     if (!id.startsWith("task_"))
       throw new UsageError(
         `${JSON.stringify(id)}: name the step with --step (a tool call of an agent run, a node of a workflow run), or give a held reply's task id; nothing sent`,
@@ -86,9 +89,8 @@ async function approveOrReject(
     t,
     async (stack) => (await loadAgentRun(stack, id)) !== undefined,
   );
-  if (isAgentRun && options.since !== undefined)
-    throw new UsageError("--since names a workflow node's wait only; nothing sent");
-  if (isAgentRun) return decide(t, id, verdict, { step, reason: options.reason, tenant });
+  if (isAgentRun)
+    return decide(t, id, verdict, { step, reason: options.reason, since: options.since, tenant });
   const answer = verdict === "approve" ? "confirmed" : "refused";
   return confirmNode(t, id, step, answer, {
     ...(options.reason === undefined ? {} : { note: options.reason }),
@@ -134,12 +136,14 @@ async function decide(
 ): Promise<void> {
   const output = options.output === undefined ? undefined : parseOutput(options.output);
   const tenant = tenantArgument(options.tenant);
+  const waitingSince = options.since === undefined ? undefined : waitingSinceOf(options.since);
   await withStack(t, async (stack) => {
     const decided = await stepDecisionCheck(stack, runId, options.step, decision, {
       reason: options.reason,
       output,
       requestedBy: operatorName(),
       tenant,
+      ...(waitingSince === undefined ? {} : { waitingSince }),
     });
     const outcome = await sendDecided(stack, decided);
     if ("refused" in outcome) throw new UsageError(`${outcome.refused}; nothing sent`);
@@ -149,6 +153,8 @@ async function decide(
     out(`  run_id          ${runId}`);
     if (options.step !== undefined) out(`  step            ${options.step}`);
     out(`  decision        ${decision}`);
+    const { waiting_since } = command.payload;
+    if (waiting_since !== undefined) out(`  waiting_since   ${String(waiting_since)}`);
     out(`  event_id        ${String(envelope.event_id)}`);
     if (envelope.tenant_id !== undefined) out(`  tenant_id       ${String(envelope.tenant_id)}`);
     out(`  requested_by    ${String(command.payload.requested_by)}`);
@@ -171,6 +177,18 @@ const approvalStep = () =>
   new Option(
     "--step <step>",
     "the step that waits: a tool call (agent run) or a node (workflow run); none for a held reply (see agentbus approvals)",
+  );
+
+/** `--since`: the wait a step's answer is for (a node waits more than once, a call id recurs). */
+const waitingSinceOption = () =>
+  new Option(
+    "--since <time>",
+    "the wait answered, by since when it waits (as agentbus approvals prints it): refused when the step now waits for something else",
+  );
+
+const sinceWithoutStep = () =>
+  new UsageError(
+    "--since names the wait of a step (a tool call of an agent run, a node of a workflow run), with --step; nothing sent",
   );
 
 export function approveCommand(targetOf: TargetOf): Command {
@@ -213,6 +231,7 @@ export function resolveCommand(targetOf: TargetOf): Command {
         "the tool call whose outcome is unknown (see agentbus status); none for an answer",
       ),
     )
+    .addOption(waitingSinceOption())
     .addOption(
       new Option(
         "--as <outcome>",
@@ -234,6 +253,7 @@ export function resolveCommand(targetOf: TargetOf): Command {
     ) {
       if (options.as !== "answer" && options.step === undefined)
         throw new UsageError(`--as ${options.as} needs --step <call-id>; nothing sent`);
+      if (options.step === undefined && options.since !== undefined) throw sinceWithoutStep();
       await decide(targetOf(this), runId, options.as, options);
     });
 }

@@ -526,7 +526,7 @@ export function confirmNode(
 }
 
 /** `--since`: the time a wait began, as `agentbus approvals` prints it (ISO 8601). */
-function waitingSinceOf(text: string): string {
+export function waitingSinceOf(text: string): string {
   if (Number.isNaN(Date.parse(text)))
     throw new UsageError(
       `--since ${JSON.stringify(text)} is not a time (ISO 8601, as agentbus approvals prints it); nothing sent`,

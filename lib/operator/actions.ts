@@ -62,7 +62,12 @@ export interface OpsActions {
     runId: string,
     callId: string | undefined,
     decision: StepDecision,
-    fields: { readonly reason?: string; readonly output?: unknown },
+    fields: {
+      readonly reason?: string;
+      readonly output?: unknown;
+      /** Since when the wait decided on waited, as the page showed it (./agent-actions.ts). */
+      readonly waitingSince?: string;
+    },
   ): Promise<ActionOutcome>;
   /** Start a run of a workflow with `input` (./workflows: checked against its declared input). */
   start(request: StartRequest): Promise<ActionOutcome>;

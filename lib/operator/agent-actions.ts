@@ -20,7 +20,10 @@ import type { AgentWaitView, ItemSummary, WaitingView } from "./views";
  * against the run's stored journal before anything is sent: a run of another tenant than the one
  * the operator named is refused, a decision the run already took is reported (`already`), the
  * other decision on it or one the run does not wait for is refused (`refused`, naming what it
- * waits for), and so is an answer that does not fit the agent's answer (./agent-answer.ts).
+ * waits for), and so is an answer that does not fit the agent's answer (./agent-answer.ts). A
+ * decision on a call names the wait it was given to (`waiting_since`): a model may give each
+ * turn's calls the same ids, and a decision given to one turn's call must not decide a later
+ * turn's; one given to a wait that is no longer the run's is refused.
  * Shared by the CLI and the console.
  */
 
@@ -91,6 +94,12 @@ export interface StepDecisionFields {
   readonly requestedBy: string;
   /** The tenant the operator named (`--tenant`): a run of another is refused. */
   readonly tenant?: string;
+  /**
+   * Since when the call's wait decided on has waited, as the operator was shown it (`agentbus
+   * approvals`, the console): refused when the run now waits on the call since another time.
+   * None: the wait the stored run shows when the decision is checked, which the command then names.
+   */
+  readonly waitingSince?: string;
 }
 
 /**
@@ -122,13 +131,20 @@ export function stepDecision(
         ? `run ${runId} waits for a decision on ${waiting.tool_call_id}, not ${callId}`
         : `run ${runId} waits for no decision (it is ${journal.status})`,
     };
+  const waitingSince = fields.waitingSince ?? waiting.since;
+  if (waitingSince !== waiting.since)
+    return {
+      refused: `run ${runId} no longer waits for what was answered (${callId} waiting since ${waitingSince}): it now waits on ${callId} since ${waiting.since} (see agentbus approvals)`,
+    };
   const allowed: readonly StepDecision[] =
     waiting.kind === "approval" ? ["approve", "reject"] : ["applied", "not_applied"];
   if (!allowed.includes(decision))
     return {
       refused: `run ${runId} waits for ${waiting.kind === "approval" ? "an approval (approve or reject)" : "an outcome (applied or not_applied)"} of ${callId}, not ${decision}`,
     };
-  return decisionCommand(journal, runId, { tool_call_id: callId, decision }, fields);
+  // The decision names the wait it was given to, so that it never decides a later one.
+  const what = { tool_call_id: callId, decision, waiting_since: waitingSince };
+  return decisionCommand(journal, runId, what, fields);
 }
 
 /** A person's answer for a run NEEDS_HUMAN waiting for one (functions/core/agent/person.ts). */
@@ -162,7 +178,11 @@ function answerDecision(
 function decisionCommand(
   journal: AgentJournal,
   runId: string,
-  what: { readonly tool_call_id?: string; readonly decision: StepDecision },
+  what: {
+    readonly tool_call_id?: string;
+    readonly decision: StepDecision;
+    readonly waiting_since?: string;
+  },
   fields: StepDecisionFields,
 ): Decided {
   const conversationId = journal.subject.conversation_id ?? "";

@@ -110,12 +110,11 @@ async function heldReplyOf(stack: OpsStack, taskId: string): Promise<Untenanted[
 }
 
 /**
- * The command that answers a wait, as it is typed; a workflow node's names the wait by its
- * `since` (a node waits more than once: the answer must not approve a later wait).
+ * The command that answers a wait, as it is typed; a step's names the wait by its `since` (a
+ * workflow node waits more than once, a model may give each turn's tool calls the same ids: the
+ * answer must not approve a later wait).
  */
 export function approveCommandLine(view: ApprovalView, verdict: "approve" | "reject"): string {
-  const step = view.stepOption ? ` --step ${view.step}` : "";
-  const since =
-    view.kind === "confirmation" || view.kind === "plan" ? ` --since ${view.since}` : "";
-  return `agentbus ${verdict} ${view.id}${step}${since}`;
+  const step = view.stepOption ? ` --step ${view.step} --since ${view.since}` : "";
+  return `agentbus ${verdict} ${view.id}${step}`;
 }

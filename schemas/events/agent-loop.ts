@@ -1,3 +1,4 @@
+import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import * as z from "../zod";
 import { OperatorReason, Requester } from "./fields";
@@ -75,5 +76,13 @@ export const AgentDecisionRequestedPayload = z.object({
   output: z.optional(z.unknown()),
   reason: z.optional(OperatorReason),
   requested_by: Requester,
+  /**
+   * Since when the wait this decides has waited (its `since`, as `agentbus approvals` and the
+   * console showed it): a model may give each turn's calls the same ids, so a decision given to
+   * one turn's call must not decide a later turn's call of that id. Refused
+   * (`agent.decision_refused`) when the run now waits on a call of that id since another time;
+   * none: the call of that id the run waits on when the decision arrives.
+   */
+  waiting_since: z.optional(IsoTime),
 });
 export type AgentDecisionRequested = z.output<typeof AgentDecisionRequestedPayload>;

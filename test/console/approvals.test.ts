@@ -42,7 +42,10 @@ const cardOf = (doc: El, name: string) => find(doc, withAttr("data-waiting", nam
 const buttonValues = (form: El) =>
   findAll(form, (e) => e.tag === "button").map((b) => b.attrs.value);
 
-/** The agent-run form with `data-action` = `action`: its token, call and optional reason. */
+/**
+ * The agent-run form with `data-action` = `action`: its token, call, the wait it shows (the
+ * fixture's `since` for `runId`) and optional reason.
+ */
 function agentForm(within: El, action: string, runId: string): El {
   const form = find(within, (e) => e.tag === "form" && e.attrs["data-action"] === action);
   expect(form.attrs).toMatchObject({
@@ -55,6 +58,12 @@ function agentForm(within: El, action: string, runId: string): El {
   expect(find(form, withAttr("name", "step")).attrs).toMatchObject({
     type: "hidden",
     value: "call_2_1",
+  });
+  // The decision is for the wait shown, never for a later call the model gave the same id.
+  const shown = agentWaits().find((w) => w.runId === runId);
+  expect(find(form, withAttr("name", "since")).attrs).toMatchObject({
+    type: "hidden",
+    value: shown?.since,
   });
   expect(find(form, withAttr("name", "reason")).attrs).not.toHaveProperty("required");
   return form;
@@ -186,6 +195,10 @@ describe("the agent-run forms' POSTs", () => {
     expect(
       parseAction(path, form({ step: "call_2_1", decision: "reject", reason: "x".repeat(1001) })),
     ).toMatchObject({ problem: "the reason is 1001 characters, at most 1000; nothing sent" });
+    const since = "2026-11-30T12:01:00.000Z";
+    expect(parseAction(path, form({ step: "call_2_1", since, decision: "approve" }))).toMatchObject(
+      { action: { kind: "step", callId: "call_2_1", waitingSince: since } },
+    );
   });
 
   it("reads an applied write's output as JSON and ignores it for not_applied", () => {
@@ -237,9 +250,12 @@ describe("the agent-run forms' POSTs", () => {
     answer = { kind: "unchanged", message: "call_2_1 was already decided; nothing sent" };
     const again = await post({ csrf: TOKEN, step: "call_2_1", decision: "reject", reason: "no" });
     expect(flashOf(again)).toEqual(answer);
+    const since = "2026-11-30T12:01:00.000Z";
+    await post({ csrf: TOKEN, step: "call_2_1", since, decision: "approve" });
     expect(calls).toEqual([
       [APPROVAL_RUN, "call_2_1", "approve", {}],
       [APPROVAL_RUN, "call_2_1", "reject", { reason: "no" }],
+      [APPROVAL_RUN, "call_2_1", "approve", { waitingSince: since }],
     ]);
   });
 });

@@ -703,11 +703,12 @@ describe("the agent loop (functions/core/agent)", () => {
       agent: AgentDefinition,
       journal: AgentJournal,
       ports: AgentPorts,
+      now = T0,
     ): Promise<StepResult> {
       let current = journal;
       let receiveCount = 1;
       for (let i = 0; i < 100; i++) {
-        const result = await step(agent, current, ports, { receiveCount }).catch(
+        const result = await step(agent, current, ports, { receiveCount, now }).catch(
           (error: unknown) => {
             if ((error as TransientError).code !== "tool.outcome_unknown") throw error;
             return undefined;
@@ -853,6 +854,130 @@ describe("the agent loop (functions/core/agent)", () => {
       expect(second.journal.waiting).toMatchObject({ input: { cents: 900 } });
       const rejected = await decide(keptBefore(second.journal), "reject");
       expect(rejected?.journal.status).toBe("RUNNING");
+    });
+
+    it("an approval given to turn 1's call, arriving when turn 2's call of that id waits, is refused: it names the wait it was given to", async () => {
+      const ports = portsWith(sameIdModel([{ cents: 500 }, { cents: 900 }]));
+      const pay = payTool({ approval: { deadlineSeconds: 3600, onDeadline: "reject" } });
+      const agent = tinyAgent([pay.tool]);
+      const T1 = new Date(T0.getTime() + 60_000);
+      const [since0, since1] = [T0.toISOString(), T1.toISOString()];
+      const decide = (
+        journal: AgentJournal,
+        decision: "approve" | "reject",
+        by: string,
+        waitingSince?: string,
+      ) =>
+        personDecides(
+          agent,
+          journal,
+          {
+            tool_call_id: "call_1",
+            decision,
+            by,
+            ...(waitingSince === undefined ? {} : { waiting_since: waitingSince }),
+          },
+          ports,
+          T1,
+        );
+      const first = await drive(agent, await begin(ports), ports);
+      expect(first.journal.waiting).toMatchObject({ input: { cents: 500 }, since: since0 });
+      // Anna approves the 500 as she was shown it: her command names that wait.
+      expect(
+        stepDecision(first.journal, RUN, "call_1", "approve", { requestedBy: "anna" }),
+      ).toMatchObject({
+        command: {
+          payload: { tool_call_id: "call_1", decision: "approve", waiting_since: since0 },
+        },
+      });
+      // Before it arrives, Ben rejects the 500, and the model asks for 900 as call_1 again.
+      const rejected = await decide(first.journal, "reject", "ben", since0);
+      if (!rejected) throw new Error("the rejection changed nothing");
+      const second = await drive(agent, commit(rejected.journal), ports, T1);
+      expect(second.journal.waiting).toMatchObject({
+        tool_call_id: "call_1",
+        input: { cents: 900 },
+        since: since1,
+      });
+      // Anna's approval was given to the 500's wait: it is no approval of the 900.
+      await expect(decide(second.journal, "approve", "anna", since0)).rejects.toThrow(
+        `the decision was given to what call_1 waited for since ${since0}; it now waits for an approval of pay call_1 since ${since1}`,
+      );
+      expect(
+        stepDecision(second.journal, RUN, "call_1", "approve", {
+          requestedBy: "anna",
+          waitingSince: since0,
+        }),
+      ).toEqual({
+        refused: `run ${RUN} no longer waits for what was answered (call_1 waiting since ${since0}): it now waits on call_1 since ${since1} (see agentbus approvals)`,
+      });
+      // A decision given to the 900's wait decides it, and so does one naming no wait.
+      expect(await decide(second.journal, "reject", "ben")).toMatchObject({
+        journal: { status: "RUNNING" },
+      });
+      const approved = await decide(second.journal, "approve", "ben", since1);
+      if (!approved) throw new Error("the approval changed nothing");
+      const { journal } = await drive(agent, commit(approved.journal), ports, T1);
+      expect(journal.status).toBe("COMPLETED");
+      expect(pay.keys).toEqual([`${TASK}:${RUN}:2:call_1`]);
+    });
+
+    it("an outcome given to turn 1's call, arriving when turn 2's call of that id waits for one, is refused", async () => {
+      const ports = portsWith(sameIdModel([{ cents: 50 }, { cents: 70 }]));
+      const pay = payTool({
+        behave: () => {
+          throw new ToolTimeoutError("the bank did not answer");
+        },
+      });
+      const agent = tinyAgent([pay.tool]);
+      const T1 = new Date(T0.getTime() + 60_000);
+      const [since0, since1] = [T0.toISOString(), T1.toISOString()];
+      const resolve = (
+        journal: AgentJournal,
+        decision: "applied" | "not_applied",
+        waitingSince: string,
+      ) =>
+        personDecides(
+          agent,
+          journal,
+          {
+            tool_call_id: "call_1",
+            decision,
+            by: "ops",
+            waiting_since: waitingSince,
+            ...(decision === "applied" ? { output: { receipt: "r-50" } } : {}),
+          },
+          ports,
+          T1,
+        );
+      const first = await driveThroughUnknown(agent, await begin(ports), ports);
+      expect(first.journal.waiting).toMatchObject({ kind: "outcome", since: since0 });
+      const notApplied = await resolve(first.journal, "not_applied", since0);
+      if (!notApplied) throw new Error("the first resolution changed nothing");
+      const second = await driveThroughUnknown(agent, commit(notApplied.journal), ports, T1);
+      expect(second.journal.waiting).toMatchObject({
+        kind: "outcome",
+        key: `${TASK}:${RUN}:2:call_1`,
+        since: since1,
+      });
+      // The 50's receipt, given to turn 1's wait, does not close the 70's record.
+      await expect(resolve(second.journal, "applied", since0)).rejects.toThrow(
+        `it now waits for an outcome of pay call_1 since ${since1}`,
+      );
+      expect(
+        stepDecision(second.journal, RUN, "call_1", "applied", {
+          requestedBy: "ops",
+          output: { receipt: "r-50" },
+          waitingSince: since0,
+        }),
+      ).toMatchObject({
+        refused: expect.stringContaining("no longer waits for what was answered"),
+      });
+      expect(await ports.sideEffects.get(`${TASK}:${RUN}:2:call_1`)).toMatchObject({
+        state: "unknown",
+      });
+      const resolved = await resolve(second.journal, "not_applied", since1);
+      expect(resolved?.journal.status).toBe("RUNNING");
     });
   });
 

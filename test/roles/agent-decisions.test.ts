@@ -3,7 +3,8 @@ import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import type { StoredState } from "../../functions/core/ports";
 import { planSweep } from "../../functions/core/sweeper";
-import { stepDecision } from "../../lib/operator/agent-actions";
+import { agentWaitOf, stepDecision } from "../../lib/operator/agent-actions";
+import { approveCommandLine } from "../../lib/operator/approvals";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { type Envelope, registry } from "../../schemas";
 import { RUN, refundDesk, TASK } from "./refund-desk";
@@ -24,12 +25,21 @@ async function blockedRefund(tenant?: string) {
   await desk.drain();
   const journal = async () => (await desk.journal()) as AgentJournal;
   expect((await journal()).status).toBe("BLOCKED");
-  /** A person's decision on the call, as the operator tools send it, naming `tenantId`. */
-  const decide = (decision: string, tenantId?: string) =>
+  /**
+   * A person's decision on the call, as the operator tools send it, naming `tenantId` and the
+   * wait it was given to (`waitingSince`).
+   */
+  const decide = (decision: string, tenantId?: string, waitingSince?: string) =>
     desk.t.deliver(
       desk.t.message(
         "refund_review.decision.requested",
-        { run_id: RUN, tool_call_id: "call_2_1", decision, requested_by: "ops_anna" } as never,
+        {
+          run_id: RUN,
+          tool_call_id: "call_2_1",
+          decision,
+          requested_by: "ops_anna",
+          ...(waitingSince === undefined ? {} : { waiting_since: waitingSince }),
+        } as never,
         { aggregate: { type: AGENT_RUN_AGGREGATE, id: RUN }, taskId: TASK, tenantId },
       ),
     );
@@ -188,6 +198,60 @@ describe("the operator's decision on an agent run (agentbus approve|reject <run>
     });
     expect(stepDecision(journal, RUN, "call_2_1", "reject", by)).toEqual({
       refused: `call_2_1 of ${RUN} was already decided: approve by ops_anna`,
+    });
+  });
+});
+
+describe("a decision names the wait it was given to (waiting_since)", () => {
+  const by = { requestedBy: "ops_anna" };
+
+  it("one given to another wait on the call is refused as agent.decision_refused; the run waits on", async () => {
+    const desk = await blockedRefund();
+    const since = (await desk.journal()).waiting?.since ?? "";
+    const earlier = new Date(Date.parse(since) - 60_000).toISOString();
+    await expect(desk.decide("approve", undefined, earlier)).rejects.toMatchObject({
+      errorClass: "permanent",
+      code: "agent.decision_refused",
+      message: expect.stringContaining(
+        `the decision was given to what call_2_1 waited for since ${earlier}; it now waits for an approval of issue_refund call_2_1 since ${since}`,
+      ),
+    });
+    await desk.drain();
+    expect((await desk.journal()).status).toBe("BLOCKED");
+    expect(desk.payments.calls).toBe(0);
+    // The decision given to the wait the run has is obeyed.
+    await desk.decide("approve", undefined, since);
+    await desk.drain();
+    expect((await desk.journal()).status).toBe("COMPLETED");
+    expect(desk.payments.calls).toBe(1);
+  });
+
+  it("the listed commands name it, and the operator's check fills it in or refuses another", async () => {
+    const desk = await blockedRefund();
+    const journal = await desk.journal();
+    const wait = agentWaitOf(journal);
+    if (!wait?.toolCallId) throw new Error("the run waits on no call");
+    const view = {
+      kind: "tool_call" as const,
+      id: RUN,
+      stepOption: true,
+      step: wait.toolCallId,
+      action: wait.tool ?? "?",
+      since: wait.since,
+      tenant: "default",
+    };
+    expect(approveCommandLine(view, "reject")).toBe(
+      `agentbus reject ${RUN} --step call_2_1 --since ${wait.since}`,
+    );
+    for (const waitingSince of [undefined, wait.since])
+      expect(
+        stepDecision(journal, RUN, "call_2_1", "approve", { ...by, waitingSince }),
+      ).toMatchObject({ command: { payload: { waiting_since: wait.since } } });
+    const earlier = new Date(Date.parse(wait.since) - 1).toISOString();
+    expect(
+      stepDecision(journal, RUN, "call_2_1", "approve", { ...by, waitingSince: earlier }),
+    ).toEqual({
+      refused: `run ${RUN} no longer waits for what was answered (call_2_1 waiting since ${earlier}): it now waits on call_2_1 since ${wait.since} (see agentbus approvals)`,
     });
   });
 });

@@ -356,6 +356,7 @@ async function decision(
     output?: unknown;
     reason?: string;
     requested_by: string;
+    waiting_since?: string;
   };
   // The sweeper's `deadline` for a run that no longer waits (or not yet past it) changes nothing:
   // a deadline that passed was settled before this (approvalExpired in decide).

@@ -27,9 +27,12 @@ import { type AgentPorts, closeTurn, type StepResult } from "./loop";
  * - BLOCKED on a `task` (outside work a call started, ./task-wait.ts): nothing to decide; refused.
  * - NEEDS_HUMAN on an `answer` (its turn budget spent, or too many bad turns): `answer`, with the
  *   run's answer as `output`, checked as the model's would be; the run ends COMPLETED with it.
- * A decision names its call by id alone, and a model may give each turn's calls the same ids: it
- * is about the call of that id pending now, never an earlier turn's (./agent.ts decisionOn). The
- * same decision again, before or after its call ran, changes nothing (the journal's `decisions`
+ * A decision names its call by id, and a model may give each turn's calls the same ids: it is
+ * about the call of that id pending now, never an earlier turn's (./agent.ts decisionOn). It also
+ * names the wait it was given to (`waiting_since`, the wait's `since` as it was shown): one given
+ * to an earlier wait on a call of that id (turn 1's `call_1`, decided otherwise since) is refused,
+ * never taken for the wait of turn 2's `call_1`, which its author was not shown. The same
+ * decision again, before or after its call ran, changes nothing (the journal's `decisions`
  * remember it, by the call's turn and id); the other decision on a call already decided is
  * refused with the one taken. Anything else is refused with a PermanentError that says what the run waits for.
  * Undefined: nothing changes (the decision was already taken).
@@ -42,6 +45,8 @@ export interface PersonAnswer {
   readonly output?: unknown;
   readonly by: string;
   readonly reason?: string;
+  /** Since when the wait decided on waited, as its author was shown it; none: the wait now. */
+  readonly waiting_since?: string;
 }
 
 export async function personDecides(
@@ -76,6 +81,9 @@ export async function personDecides(
     if (ruling.kind === "repeat") return undefined;
     if (ruling.kind === "refuse")
       throw refuse(taken ? ruling.why : (waitProblem(journal, answer) ?? ruling.why));
+    // A call of that id waits for this approval, but the decision may be for an earlier wait.
+    const stale = waitProblem(journal, answer);
+    if (stale) throw refuse(stale);
     return approvalDecided(journal, decision, now);
   }
   if (taken?.decision === answer.decision) return undefined;
@@ -99,6 +107,8 @@ function waitProblem(journal: AgentJournal, answer: PersonAnswer): string | unde
     return `it waits for ${waiting.remote_task?.id} at the outside system (${waiting.remote_task?.status}), polled next at ${waiting.deadline}; a person is asked if it goes on past its limit`;
   if (waiting.tool_call_id !== answer.tool_call_id)
     return `it waits for a decision on ${waiting.tool_call_id}, not ${answer.tool_call_id}`;
+  if (answer.waiting_since !== undefined && answer.waiting_since !== waiting.since)
+    return `the decision was given to what ${answer.tool_call_id} waited for since ${answer.waiting_since}; it now waits for ${waiting.kind === "approval" ? "an approval" : "an outcome"} of ${waiting.tool} ${waiting.tool_call_id} since ${waiting.since}, which the decision's author was not shown`;
   const allowed = waiting.kind === "approval" ? ["approve", "reject"] : ["applied", "not_applied"];
   if (!allowed.includes(answer.decision))
     return `it waits for ${waiting.kind === "approval" ? "an approval: approve or reject" : "an outcome: applied or not_applied"}, not ${answer.decision}`;

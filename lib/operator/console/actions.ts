@@ -3,7 +3,7 @@ import {
   type SendResolution,
 } from "../../../functions/roles/customer-support/events/conversation";
 import type { ActionOutcome, OpsActions } from "../actions";
-import type { StepDecision } from "../agent-actions";
+import type { StepDecision, StepDecisionFields } from "../agent-actions";
 import type { ReviewDecision } from "../support-actions";
 import { parseOutput, type RunRequest } from "../workflow-actions";
 import type { StartRequest } from "../workflows";
@@ -39,6 +39,8 @@ export type ConsoleAction =
       readonly callId?: string;
       readonly decision: StepDecision;
       readonly output?: unknown;
+      /** Since when the call's wait the form showed has waited (./agent-waits). */
+      readonly waitingSince?: string;
     }
   | { readonly kind: "redrive"; readonly group: string; readonly from: "queue" | "buffer" }
   | { readonly kind: "start"; readonly request: StartRequest }
@@ -150,7 +152,14 @@ function stepOf(runId: string, form: URLSearchParams): Read {
     return {
       problem: `${JSON.stringify(decision)} is not a decision (approve, reject, applied, not_applied or answer); nothing sent`,
     };
-  const step = { kind: "step", runId, callId, decision: decision as StepDecision } as const;
+  const since = form.get("since")?.trim();
+  const step = {
+    kind: "step",
+    runId,
+    callId,
+    decision: decision as StepDecision,
+    ...(since ? { waitingSince: since } : {}),
+  } as const;
   if (decision !== "applied") return step;
   const applied = outputOf(
     form,
@@ -297,11 +306,15 @@ export async function performAction(
           { scope: "tenant", id: action.tenant },
           reason,
         );
-      case "step":
-        return await actions.decideStep(action.runId, action.callId, action.decision, {
+      case "step": {
+        // The wait the form showed goes with the decision to the check (./agent-actions).
+        const fields: Omit<StepDecisionFields, "requestedBy"> = {
           ...(reason ? { reason } : {}),
           ...(action.output === undefined ? {} : { output: action.output }),
-        });
+          ...(action.waitingSince === undefined ? {} : { waitingSince: action.waitingSince }),
+        };
+        return await actions.decideStep(action.runId, action.callId, action.decision, fields);
+      }
     }
   } catch (error) {
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

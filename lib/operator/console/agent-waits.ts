@@ -15,7 +15,7 @@ import { attr, escapeHtml, link, traceHref } from "./html";
  * the input the model gave it, read from the run's journal, and where the console acts the forms
  * that answer it (./actions reads them): approve or reject a call awaiting approval, say whether a
  * write whose outcome could not be learnt was applied, give the answer of a run handed over for
- * good. The reason is optional, as in the CLI.
+ * good. A call's forms name the wait they show (its `since`). The reason is optional, as in the CLI.
  */
 
 const code = (text: string | undefined) => `<code>${escapeHtml(text ?? "?")}</code>`;
@@ -31,8 +31,13 @@ function inputBlock(wait: AgentWaitView): string {
   return `<pre class="json" data-tool-input>${escapeHtml(json)}</pre>\n`;
 }
 
+/**
+ * The call decided on, and the wait shown by its `since`: a model may give each turn's calls the
+ * same ids, and the decision is for the call shown, not one of that id the run waits on later.
+ */
 const stepField = (wait: AgentWaitView) =>
-  `<input type="hidden" name="step"${attr("value", wait.toolCallId)}>\n`;
+  `<input type="hidden" name="step"${attr("value", wait.toolCallId)}>
+<input type="hidden" name="since"${attr("value", wait.since)}>\n`;
 
 const formAttrs = (wait: AgentWaitView, action: string) =>
   `${attr("data-action", action)}${attr("data-run", wait.runId)}${attr("data-step", wait.toolCallId)}`;
