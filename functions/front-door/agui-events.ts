@@ -35,8 +35,9 @@ import { EventType } from "./agui-wire";
  * A run's facts (stream `dag_run/<run_id>`): each command to a step role is a tool call named
  * by its type (args: its payload), and the run's end (`workflow.completed`, `.partial`,
  * `.failed`, `.rejected`) a `STATE_DELTA` of `/status` with the run's `RUN_FINISHED` carrying the
- * outcome as its `result`. Each assignment's stream (the step role's or the agent's where it
- * answers: ./agui-run.ts) gives the node's answer and its agent's tool calls (`nodeFactEvents`).
+ * outcome as its `result` (a refusal's with `error`, its code and message). Each assignment's
+ * stream (the step role's or the agent's where it answers: ./agui-run.ts) gives the node's answer
+ * and its agent's tool calls (`nodeFactEvents`).
  */
 
 /** Whose thread the events are on: the client's own id of the conversation, or the run id. */
@@ -98,13 +99,22 @@ export function conversationFactEvents(
  */
 export function runFactEvents(thread: Thread, event: Envelope, opensNodes = false): BaseEvent[] {
   const payload = payloadOf(event);
-  const ended = RUN_ENDS[event.event_type];
-  if (ended !== undefined)
+  // A refusal ends the run only when it refused the start: a refused confirm, cancel or re-run
+  // of a running run leaves it running.
+  const refusedOther = event.event_type === "workflow.rejected" && payload.request !== "start";
+  const ended = refusedOther ? undefined : RUN_ENDS[event.event_type];
+  if (ended !== undefined) {
+    // A refusal says why, as `GET /v1/runs/{id}` shows a refused start: its code and message.
+    const why =
+      event.event_type === "workflow.rejected"
+        ? { error: { code: payload.code, message: payload.message } }
+        : { reason: payload.reason };
     return [
       runStarted(thread, event),
       { type: EventType.STATE_DELTA, delta: [{ op: "add", path: "/status", value: ended }] },
-      runFinished(thread, event, { result: { status: ended, reason: payload.reason } }),
+      runFinished(thread, event, { result: { status: ended, ...why } }),
     ] as BaseEvent[];
+  }
   if (!isStepCommand(event)) return [];
   const nodes = { type: EventType.STATE_DELTA, delta: [{ op: "add", path: "/nodes", value: {} }] };
   return [

@@ -1,15 +1,14 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { tenantOf } from "../../schemas";
 import { AGENT_RUN_AGGREGATE } from "../core/agent/agent-role";
 import { assignmentKey, STEP_RUN_AGGREGATE, stepRunKey } from "../core/step-role";
-import type { OrchestratorState } from "../roles/orchestrator/state";
 import { isNodeAnswer, nodeFactEvents, runFactEvents, type Thread } from "./agui-events";
 import { FINAL_VERSION, type PlacedFact, type Position } from "./agui-position";
 import { type AguiPoll, type AguiPorts, notFound, readAfter, sendPending } from "./agui-stream";
 import { toolCallReadsOf } from "./agui-tool-args";
-import { DAG_RUN, runAnswer } from "./api";
+import { DAG_RUN } from "./api";
 import { fail } from "./http";
 import type { Caller } from "./identity";
+import { loadStoredRun } from "./stored-run";
 
 /**
  * A run's AG-UI stream (`GET /v1/runs/{id}/agui`): the run's own stream `dag_run/<id>` (key `r`)
@@ -34,8 +33,9 @@ import type { Caller } from "./identity";
  * stream after what was read (all of it when the stream opens: the assignments' numbers come
  * from it) and the stream of each assignment not yet answered. A fresh read sends the run's facts
  * by version, each assignment's facts right after the command that opened it. Once the run has
- * ended and everything is sent, the stream closes. An agent's tool call shows its input and its
- * output, read from the content store (./agui-tool-args.ts).
+ * ended and everything is sent, the stream closes; a start the orchestrator refused (its state
+ * null, ./stored-run.ts) ends with its `workflow.rejected`, the one fact of its stream. An agent's
+ * tool call shows its input and its output, read from the content store (./agui-tool-args.ts).
  */
 
 export const RUN_KEY = "r";
@@ -75,8 +75,10 @@ export async function runAgui(
   runId: string,
   position: Position,
 ): Promise<AguiPoll> {
-  const state = await loadRun(ports, runId);
-  if (state && tenantOf(state.data) !== caller.tenantId) fail("not_found", `no run ${runId}`);
+  // The run's state, and its stream where a refused start says why and whose it was.
+  const runSource = { store: ports.store, streams: ports };
+  const opened = await loadStoredRun(runSource, runId, caller.tenantId);
+  if (opened.kind === "not_found") fail("not_found", `no run ${runId}`);
   const thread: Thread = { threadId: runId };
   const sent = Object.entries(position.sent);
   const reads: RunReads = {
@@ -87,10 +89,11 @@ export async function runAgui(
   let at = position;
   let revision = -1;
   return async (sink) => {
-    const stored = await loadRun(ports, runId);
-    if (!stored || stored.revision === revision) return "more";
-    if (tenantOf(stored.data) !== caller.tenantId) return notFound(sink, `no run ${runId}`);
-    revision = stored.revision;
+    const run = await loadStoredRun(runSource, runId, caller.tenantId);
+    if (run.kind === "unstored") return "more";
+    if (run.kind === "not_found") return notFound(sink, `no run ${runId}`);
+    if (run.revision === revision) return "more";
+    revision = run.revision;
     const facts = await runFacts(ports, runId, reads);
     const assignments = facts.filter((f) => f.fact.source === "assignment");
     const calls = await toolCallReadsOf(
@@ -102,7 +105,8 @@ export async function runAgui(
         ? runFactEvents(thread, fact.envelope, fact.opensNodes)
         : nodeFactEvents(thread, fact.envelope, calls.get(fact.envelope.event_id)),
     );
-    return runAnswer(runId, stored.data).status === "RUNNING" ? "more" : "done";
+    // A refused start ended there: its `workflow.rejected`, just sent, is the run's end.
+    return run.kind === "run" && run.state.run.status === "RUNNING" ? "more" : "done";
   };
 }
 
@@ -185,13 +189,4 @@ export function assignmentStreamOf(runId: string, command: Envelope): AggregateR
   return type.includes(".node.")
     ? { type: STEP_RUN_AGGREGATE, id: stepRunKey(runId, nodeId, generation, at) }
     : { type: AGENT_RUN_AGGREGATE, id: assignmentKey("arun", runId, nodeId, generation, at) };
-}
-
-async function loadRun(
-  ports: Pick<AguiPorts, "store">,
-  runId: string,
-): Promise<{ revision: number; data: OrchestratorState } | undefined> {
-  const loaded = await ports.store.load({ state: { type: DAG_RUN, id: runId } });
-  const data = loaded.state?.data as OrchestratorState | null | undefined;
-  return loaded.state && data ? { revision: loaded.state.revision, data } : undefined;
 }

@@ -74,6 +74,7 @@ import {
   type RunsInFlight,
 } from "./runs-in-flight";
 import { checkServed, servedDocument } from "./served";
+import { loadStoredRun, type RunStreams, type StartRefusal, type StoredRun } from "./stored-run";
 import {
   checkRunInput,
   type FrontDoorWorkflows,
@@ -125,6 +126,11 @@ export interface FrontDoorPorts {
   readonly sequences: ClientSequences;
   /** The events a task's steps stored (its task roots' correlations, the events table's trace index). */
   readonly tasks: { eventsByTask(taskId: string): Promise<Envelope[]> };
+  /**
+   * The runs' streams (the events table), where the orchestrator's refusal of a start says why and
+   * whose start it was (./stored-run.ts); absent, a refused start is shown without its reason.
+   */
+  readonly runEvents?: RunStreams;
   /** Each tenant's cap on the requests that put something on the bus. */
   readonly limits: TenantLimits;
   /** The operator's stops and each tenant's model calls (./limits.ts, `tenantRefusal`). */
@@ -381,7 +387,8 @@ const CLIENT_ROUTES: readonly Route[] = [
     method: "GET",
     path: "/v1/runs/{run_id}",
     operationId: "getRun",
-    summary: "A workflow run: its status, each node's state and output",
+    summary:
+      "A workflow run: its status, each node's state and output; a start the orchestrator refused, REJECTED and why",
     auth: "jwt",
     feature: "runs",
     responses: {
@@ -926,10 +933,10 @@ async function getTask({ params, ports, who }: RouteContext) {
 async function getRun({ params, ports, who }: RouteContext) {
   const caller = who();
   const runId = idParam(params, "run_id");
-  const loaded = await ports.store.load({ state: { type: DAG_RUN, id: runId } });
-  const state = loaded.state?.data as OrchestratorState | null | undefined;
-  if (!state || tenantOf(state) !== caller.tenantId) fail("not_found", `no run ${runId}`);
-  return json(200, runAnswer(runId, state));
+  const { store, runEvents } = ports;
+  const run = await loadStoredRun({ store, streams: runEvents }, runId, caller.tenantId);
+  if (run.kind === "unstored" || run.kind === "not_found") fail("not_found", `no run ${runId}`);
+  return json(200, storedRunAnswer(runId, run));
 }
 
 /** A page of the caller's runs (./run-list.ts), each as `GET /v1/runs/{id}` shows it. */
@@ -947,6 +954,30 @@ async function listRunsRoute({ request, ports, who }: RouteContext) {
     runs: page.runs,
     ...(page.next ? { next_cursor: runCursor(caller.tenantId, page.next) } : {}),
   });
+}
+
+/** The status of a run whose start the orchestrator refused (./stored-run.ts): it never ran. */
+export const REFUSED_RUN_STATUS = "REJECTED";
+
+/**
+ * What `GET /v1/runs/{id}` and its stream show of a stored run: the run (`runAnswer`), or a
+ * refused start, which has no workflow pinned and no nodes, and says why in `error`.
+ */
+export function storedRunAnswer(
+  runId: string,
+  run: Extract<StoredRun, { kind: "run" | "refused" }>,
+): ReturnType<typeof runAnswer> | RefusedRunAnswer {
+  if (run.kind === "run") return runAnswer(runId, run.state);
+  const { code, message } = run.refusal;
+  return { run_id: runId, status: REFUSED_RUN_STATUS, nodes: {}, error: { code, message } };
+}
+
+/** A refused start as `GET /v1/runs/{id}` shows it. */
+export interface RefusedRunAnswer {
+  readonly run_id: string;
+  readonly status: typeof REFUSED_RUN_STATUS;
+  readonly nodes: Record<string, never>;
+  readonly error: StartRefusal;
 }
 
 /** A run as `GET /v1/runs/{id}` and its stream show it: its status, each node's state and output. */

@@ -118,8 +118,8 @@ export const RunAcceptedResponse = z.object({
   links: z.object({ run: z.string() }),
 });
 
-/** `GET /v1/runs/{run_id}`: the run, each node's state and, when it has one, its output. */
-export const RunResponse = z.object({
+/** A run the orchestrator started: the workflow it pinned, its status, each node's state and output. */
+const StartedRun = z.object({
   run_id: OpaqueId,
   workflow: z.object({ name: z.string(), version: z.int() }),
   status: z.string(),
@@ -134,11 +134,38 @@ export const RunResponse = z.object({
 });
 
 /**
+ * `GET /v1/runs/{run_id}`: the run, each node's state and, when it has one, its output. A start
+ * the orchestrator refused is a run that never ran: status `REJECTED`, no workflow, no nodes, and
+ * `error` the refusal's code and message.
+ */
+export const RunResponse = z.object({
+  ...StartedRun.shape,
+  workflow: z.optional(
+    StartedRun.shape.workflow.check(
+      z.describe("the workflow and version the run pinned (absent when REJECTED)"),
+    ),
+  ),
+  status: z
+    .string()
+    .check(
+      z.describe(
+        "RUNNING, COMPLETED, PARTIAL, FAILED, CANCELLED; REJECTED: the orchestrator refused the start (error says why)",
+      ),
+    ),
+  error: z.optional(
+    z
+      .object({ code: z.string(), message: z.string() })
+      .check(z.describe("why the orchestrator refused the start (status REJECTED)")),
+  ),
+});
+
+/**
  * `GET /v1/runs`: a page of the tenant's runs, newest first (by when each was first listed), each
- * as `GET /v1/runs/{run_id}` shows it; `next_cursor` when more may follow.
+ * as `GET /v1/runs/{run_id}` shows it (a refused start is never listed); `next_cursor` when more
+ * may follow.
  */
 export const RunListResponse = z.object({
-  runs: z.array(z.object({ ...RunResponse.shape, listed_at: z.string() })),
+  runs: z.array(z.object({ ...StartedRun.shape, listed_at: z.string() })),
   next_cursor: z.optional(z.string()),
 });
 

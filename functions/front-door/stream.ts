@@ -6,22 +6,21 @@ import type {
   ConversationView,
 } from "../roles/customer-support/conversation-projection/conversation-projection";
 import { ALL_FEATURES, type Feature } from "../roles/features";
-import type { OrchestratorState } from "../roles/orchestrator/state";
 import { runAgui } from "./agui-run";
 import { type AguiPorts, aguiPositionOf, conversationAgui } from "./agui-stream";
 import {
   CONVERSATION_VIEW,
   conversationOf,
-  DAG_RUN,
   idParam,
   mayReadConversation,
   methodsOf,
-  runAnswer,
+  storedRunAnswer,
   turnsOf,
 } from "./api";
 import { fail, type HttpRequest, matchPath, pathMatches } from "./http";
 import type { Caller } from "./identity";
 import { checkServed } from "./served";
+import { loadStoredRun } from "./stored-run";
 
 /**
  * What happens, pushed to the client: server-sent events (`text/event-stream`) of a conversation's
@@ -33,7 +32,8 @@ import { checkServed } from "./served";
  *   changed since the last event (a turn is the same object `GET /v1/conversations/{id}` shows;
  *   apply it by `task_id`);
  * - `event: run`: the run as `GET /v1/runs/{id}` shows it; then `event: end` once the run is no
- *   longer RUNNING, and the stream closes;
+ *   longer RUNNING, and the stream closes (a start the orchestrator refused: the run REJECTED,
+ *   with why, then its end: ./stored-run.ts);
  * - `: keep-alive` comments every `heartbeatSeconds`, so idle connections stay open.
  *
  * Every event's `id` is the state item's revision, which only grows. A client that reconnects
@@ -106,7 +106,10 @@ export const STREAM_ROUTES: readonly StreamRoute[] = [
 
 export interface StreamPorts {
   readonly store: Pick<EventStore, "load">;
-  /** The event store's streams and the vault, for the AG-UI routes (absent: not served). */
+  /**
+   * The event store's streams and the vault, for the AG-UI routes (absent: not served), and where
+   * a refused start says why and whose it was (absent: shown without its reason).
+   */
   readonly events?: Omit<AguiPorts, "store">;
   readonly clock: Clock;
   /** Wait `ms`, or less when the client went away. */
@@ -181,8 +184,8 @@ export async function openStream(
     };
   }
   const id = idParam(params, "run_id");
-  const state = await loadRun(ports, id);
-  if (state && tenantOf(state.data) !== caller.tenantId) fail("not_found", `no run ${id}`);
+  const run = await loadStoredRun(runReads(ports), id, caller.tenantId);
+  if (run.kind === "not_found") fail("not_found", `no run ${id}`);
   return { run: (sink) => streamRun(ports, settings, caller, id, since, sink) };
 }
 
@@ -294,26 +297,23 @@ async function streamRun(
 ): Promise<void> {
   let revision = since ?? -1;
   await pollUntilDone(ports, settings, sink, async () => {
-    const stored = await loadRun(ports, runId);
-    if (!stored) return "more";
-    if (tenantOf(stored.data) !== caller.tenantId) {
+    const run = await loadStoredRun(runReads(ports), runId, caller.tenantId);
+    if (run.kind === "unstored") return "more";
+    if (run.kind === "not_found") {
       sink.write(sseFrame("error", { code: "not_found", detail: `no run ${runId}` }));
       return "done";
     }
-    const answer = runAnswer(runId, stored.data);
-    if (stored.revision !== revision) sink.write(sseFrame("run", answer, stored.revision));
-    revision = stored.revision;
+    // A refused start is a run that ended refused: its answer, then its end.
+    const answer = storedRunAnswer(runId, run);
+    if (run.revision !== revision) sink.write(sseFrame("run", answer, run.revision));
+    revision = run.revision;
     if (answer.status === "RUNNING") return "more";
     sink.write(sseFrame("end", { run_id: runId, status: answer.status }));
     return "done";
   });
 }
 
-async function loadRun(
-  ports: StreamPorts,
-  runId: string,
-): Promise<{ revision: number; data: OrchestratorState } | undefined> {
-  const loaded = await ports.store.load({ state: { type: DAG_RUN, id: runId } });
-  const data = loaded.state?.data as OrchestratorState | null | undefined;
-  return loaded.state && data ? { revision: loaded.state.revision, data } : undefined;
+/** What a run is read from: its state, and its stream where a refused start says why. */
+function runReads(ports: StreamPorts) {
+  return { store: ports.store, streams: ports.events };
 }

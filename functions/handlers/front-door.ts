@@ -40,8 +40,8 @@ import { vaultOf } from "./vault";
  * authorizer (a service's routes: IAM authorization): the request and the verified claims go to
  * functions/front-door/api.ts. It reads the state table (the conversation views, the runs'
  * states, the accepted requests, the tenants' counts, the conversations' client sequences, the
- * registered workflows; it registers a tenant's own) and puts accepted messages on the events
- * and commands buses. With `BACKLOG_QUEUES` it reads the depth of the queues new work enters
+ * registered workflows; it registers a tenant's own), the events table (a task's events, a refused
+ * start's reason on its run's stream) and puts accepted messages on the events and commands buses. With `BACKLOG_QUEUES` it reads the depth of the queues new work enters
  * (SQS GetQueueAttributes, cached: functions/front-door/backlog.ts). Each answer is counted:
  * `FrontDoorAccepted`, and `FrontDoorProblem` by its `code` (bad JSON, a body too large, no
  * tenant, a backlog, ...); a queue depth it could not read, `FrontDoorBacklogUnread`.
@@ -218,15 +218,18 @@ function publisherOf(
 }
 
 /**
- * What the routes read and keep: projections, a task's events, a tenant's runs (the state table's
- * by-tenant-status index), accepted requests, client sequences.
+ * What the routes read and keep: projections, a task's events, the runs' streams (where a refused
+ * start says why), a tenant's runs (the state table's by-tenant-status index), accepted requests,
+ * client sequences.
  */
 function storesOf(env: FrontDoorEnvValues, options: FrontDoorOptions, dynamodb: AwsClient) {
+  const store = new DynamoConsumerStore({
+    client: dynamodb,
+    tables: { state: env.STATE_TABLE, events: env.EVENTS_TABLE, inbox: "" },
+  });
   return {
-    store: new DynamoConsumerStore({
-      client: dynamodb,
-      tables: { state: env.STATE_TABLE, events: "", inbox: "" },
-    }),
+    store,
+    runEvents: store,
     tasks: new DynamoTraceReader({
       client: dynamodb,
       tables: { events: env.EVENTS_TABLE, inbox: "" },

@@ -184,6 +184,61 @@ describe("a run's AG-UI stream with its assignments' streams", () => {
   });
 });
 
+describe("a start the orchestrator refused, on its AG-UI stream", () => {
+  it("ends at once with the refusal as the run's end, and why; another tenant's is 404", async () => {
+    const refusal = {
+      code: "workflow.map_role_without_items",
+      message: "map node drafts runs writing",
+    };
+    // The orchestrator's refusal: a null state, and `workflow.rejected` on the run's stream.
+    const rejected = {
+      ...fact("workflow.rejected", { run_id: RUN, request: "start", ...refusal }, dagRun),
+      tenant_id: "acme",
+      aggregate: { ...dagRun, version: 1 },
+    } as Envelope;
+    let now = Date.parse("2026-12-05T10:00:00Z");
+    const ports = {
+      store: {
+        load: async () => ({
+          inboxHit: false,
+          checkpoint: 0,
+          state: { aggregate: dagRun, revision: 1, version: 1, data: null },
+        }),
+      },
+      events: {
+        readStream: async (s: { type: string; id: string }, from: number, to: number) =>
+          s.type === dagRun.type && s.id === RUN && from <= 1 && to >= 1 ? [rejected] : [],
+      },
+      clock: { now: () => new Date(now) },
+      sleep: async (ms: number) => {
+        now += ms;
+      },
+    };
+    const started = now;
+    const all = await read(ports as never);
+    await expect(
+      lastValueFrom(from(all.map((e) => e.event)).pipe(verifyEvents(false), toArray())),
+    ).resolves.toHaveLength(all.length);
+    expect(all.map(({ event }) => event.type)).toEqual([
+      "RUN_STARTED",
+      "STATE_DELTA",
+      "RUN_FINISHED",
+    ]);
+    expect(all[1]?.event).toMatchObject({
+      delta: [{ op: "add", path: "/status", value: "REJECTED" }],
+    });
+    expect(all[2]?.event).toMatchObject({ result: { status: "REJECTED", error: refusal } });
+    // Ended at the refusal, not polled until the stream's time was up.
+    expect(now - started).toBe(0);
+
+    const path = `/v1/runs/${RUN}/agui`;
+    const globex = { tenantId: "globex", userId: "user_2" };
+    await expect(
+      openStream({ method: "GET", path, headers: {} }, globex, ports as never, SETTINGS),
+    ).rejects.toMatchObject({ problem: { code: "not_found" } });
+  });
+});
+
 /** A content store that notes the references of each read. */
 function countedContent() {
   const store = new InMemoryContentStore();

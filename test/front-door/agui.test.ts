@@ -159,6 +159,23 @@ describe("stored facts as AG-UI events", () => {
     expect(run.at(-1)).toMatchObject({ result: { status: "COMPLETED" } });
   });
 
+  it("a refused start ends the run with the refusal; a refused request of a running run does not", () => {
+    const thread = { threadId: "run_1" };
+    const refused = (request: string) =>
+      fact("workflow.rejected", "task_r", {
+        run_id: "run_1",
+        request,
+        code: "workflow.confirm_not_blocked",
+        message: "node review of run run_1 is not BLOCKED",
+      });
+    expect(runFactEvents(thread, refused("start")).at(-1)).toMatchObject({
+      type: "RUN_FINISHED",
+      result: { status: "REJECTED", error: { code: "workflow.confirm_not_blocked" } },
+    });
+    expect(runFactEvents(thread, refused("confirm"))).toEqual([]);
+    expect(runFactEvents(thread, refused("cancel"))).toEqual([]);
+  });
+
   it("an assignment's answer is a step with its output as state, its agent's tool calls are tool calls", async () => {
     const thread = { threadId: "run_1" };
     const ref = { run_id: "run_1", node_id: "select", generation: 0 };

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+import { InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
 import { TransientError } from "../../functions/core/errors";
 import { InMemoryModelControls } from "../../functions/core/model-guard";
 import { InMemoryCustomerKeys } from "../../functions/core/personal-data/customer-keys";
@@ -32,7 +33,11 @@ import type { Feature } from "../../functions/roles/features";
 import { type Envelope, registry } from "../../schemas";
 import { tenantConversationId } from "../../schemas/ids";
 import { Bus } from "../core/workflow-bus";
-import { REFERENCE_FRONT_DOOR_WORKFLOWS } from "../support/reference";
+import {
+  REFERENCE_FRONT_DOOR_WORKFLOWS,
+  REFERENCE_STEP_ROLES,
+  referenceOrchestrator,
+} from "../support/reference";
 
 /**
  * The front door in memory: what each route answers, what it puts on the bus, and that a tenant
@@ -1236,6 +1241,77 @@ describe("each tenant's runs in flight", () => {
     const second = await startRun(send as never, DEFAULT_USER, undefined, ONE);
     expect(second.statusCode).toBe(202);
     expect(runs.counted.get("default")?.map((r) => r.runId)).toEqual([runIdOf(second)]);
+  });
+
+  it("a start the orchestrator refuses after its 202 is a run that ended REJECTED, with why, to its tenant only", async () => {
+    // The front door checks a definition's role names; this stack's writing carries out no map
+    // items, which only the orchestrator checks, at the start.
+    const workflows = new InMemoryWorkflowRegistry();
+    const writing = REFERENCE_STEP_ROLES.writing;
+    if (!writing) throw new Error("the reference stack has a writing role");
+    const { items: _, ...writingWithoutItems } = writing;
+    const bus = new Bus({
+      orchestrator: referenceOrchestrator({
+        registry: workflows,
+        stepRoles: { ...REFERENCE_STEP_ROLES, writing: writingWithoutItems },
+      }),
+    });
+    const { ports } = world();
+    const withOrchestrator: FrontDoorPorts = {
+      ...ports,
+      publisher: {
+        async publish(_topic, envelopes) {
+          for (const envelope of envelopes) bus.send(envelope);
+          return [];
+        },
+      },
+      store: bus.store,
+      runEvents: bus.store,
+      workflows: { ...REFERENCE_FRONT_DOOR_WORKFLOWS, registry: workflows },
+    };
+    const send = (request: Partial<HttpRequest> & Pick<HttpRequest, "method" | "path">) =>
+      handleRequest({ headers: {}, requestId: "req-1", ...request }, withOrchestrator, {});
+    const json = { "content-type": "application/json" };
+    const put = await send({
+      method: "PUT",
+      path: "/v1/workflows/drafts-per-claim",
+      headers: json,
+      body: JSON.stringify({
+        name: "drafts-per-claim",
+        nodes: [
+          { id: "topic", role: "topic-selection" },
+          { id: "drafts", role: "writing", map: { items: { node: "topic", path: "claims" } } },
+        ],
+        edges: [{ from: "topic", to: "drafts" }],
+      }),
+      claims: ACME,
+    });
+    expect(put.statusCode, put.body).toBe(201);
+    const started = await send({
+      method: "POST",
+      path: "/v1/workflows/drafts-per-claim/runs",
+      headers: json,
+      body: JSON.stringify({ topic_hint: "grid storage" }),
+      claims: ACME,
+    });
+    expect(started.statusCode).toBe(202);
+    const runId = String(bodyOf(started).run_id);
+    await bus.drain();
+    expect(bus.emitted("workflow.rejected")).toHaveLength(1);
+
+    const read = await send({ method: "GET", path: `/v1/runs/${runId}`, claims: ACME });
+    expect(read.statusCode).toBe(200);
+    expect(bodyOf(read)).toEqual({
+      run_id: runId,
+      status: "REJECTED",
+      nodes: {},
+      error: {
+        code: "workflow.map_role_without_items",
+        message: expect.stringContaining("map node drafts runs writing"),
+      },
+    });
+    const foreign = await send({ method: "GET", path: `/v1/runs/${runId}`, claims: GLOBEX });
+    expect(foreign.statusCode).toBe(404);
   });
 });
 

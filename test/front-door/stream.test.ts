@@ -8,6 +8,7 @@ import { ProblemError } from "../../functions/front-door/http";
 import type { Caller } from "../../functions/front-door/identity";
 import { openStream, type StreamSettings } from "../../functions/front-door/stream";
 import { createFrontDoorStreamHandler } from "../../functions/handlers/front-door-stream";
+import type { Envelope } from "../../schemas";
 import { tenantConversationId } from "../../schemas/ids";
 
 /**
@@ -20,6 +21,7 @@ import { tenantConversationId } from "../../schemas/ids";
 process.env.POWERTOOLS_METRICS_DISABLED = "true";
 
 const ACME = { tenantId: "acme", userId: "user_1" };
+const GLOBEX = { tenantId: "globex", userId: "user_2" };
 const SETTINGS: StreamSettings = { pollMs: 1000, maxSeconds: 30, heartbeatSeconds: 10 };
 
 /**
@@ -337,6 +339,56 @@ describe("a run's stream", () => {
         SETTINGS,
       ),
     ).rejects.toBeInstanceOf(ProblemError);
+  });
+
+  it("a start the orchestrator refused ends the stream at once: the run REJECTED with why, then `end`; another tenant's is 404", async () => {
+    const refusal = {
+      code: "workflow.map_role_without_items",
+      message: "map node drafts runs writing",
+    };
+    // The orchestrator's refusal: a null state, and `workflow.rejected` on the run's stream.
+    const refused = {
+      aggregate: { type: "dag_run", id: "run_a" },
+      revision: 1,
+      version: 1,
+      data: null,
+    };
+    const { ports } = world({ [RUN]: [refused as unknown as StoredState] });
+    const rejected = {
+      event_id: "01JREJECTED000000000000000",
+      event_type: "workflow.rejected",
+      tenant_id: "acme",
+      aggregate: { type: "dag_run", id: "run_a", version: 1 },
+      payload: { run_id: "run_a", request: "start", ...refusal },
+    } as unknown as Envelope;
+    const withStreams = {
+      ...ports,
+      events: { readStream: async () => [rejected] },
+    };
+    const path = "/v1/runs/run_a/stream";
+    const started = ports.clock.now().getTime();
+    const stream = await openStream(
+      { method: "GET", path, headers: {} },
+      ACME,
+      withStreams,
+      SETTINGS,
+    );
+    let text = "";
+    await stream.run({ write: (t) => (text += t), closed: () => false });
+    const events = parseFrames(text).filter((f) => f.event);
+    expect(events).toEqual([
+      {
+        event: "run",
+        id: "1",
+        data: { run_id: "run_a", status: "REJECTED", nodes: {}, error: refusal },
+      },
+      { event: "end", data: { run_id: "run_a", status: "REJECTED" } },
+    ]);
+    // Ended at the refusal, not polled until the stream's time was up.
+    expect(ports.clock.now().getTime() - started).toBe(0);
+    await expect(
+      openStream({ method: "GET", path, headers: {} }, GLOBEX, withStreams, SETTINGS),
+    ).rejects.toMatchObject({ problem: { code: "not_found" } });
   });
 });
 

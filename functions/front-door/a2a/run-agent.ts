@@ -26,8 +26,7 @@ import {
   type RequestContext,
   type TaskStore,
 } from "@a2a-js/sdk/server";
-import { type AggregateRef, type Envelope, type EventRegistry, tenantOf } from "../../../schemas";
-import { MAX_STREAM_VERSION } from "../../../schemas/envelope";
+import type { Envelope, EventRegistry } from "../../../schemas";
 import { approvalAnswered } from "../../core/approval-audit";
 import type { Clock, EventPublisher, EventStore, IdSource } from "../../core/ports";
 import type { StepA2a } from "../../core/steps";
@@ -37,6 +36,7 @@ import { clientEnvelope, DAG_RUN } from "../api";
 import type { Caller } from "../identity";
 import type { TenantRunIndex } from "../run-list";
 import type { CountedRun } from "../runs-in-flight";
+import { loadStoredRun, type RunStreams, type StartRefusal } from "../stored-run";
 import type { FrontDoorWorkflows } from "../workflows";
 import { listTasks } from "./list-tasks";
 import { runPushStore, type TaskPushConfigs } from "./push-configs";
@@ -47,7 +47,6 @@ import {
   refusedStatus,
   refusedTask,
   runIdOfTask,
-  type StartRefusal,
   taskOfRun,
   taskStatusOf,
 } from "./task";
@@ -88,9 +87,7 @@ export interface A2aPorts {
    * The runs' streams (the events table), where the orchestrator's refusal of a start says why;
    * absent, a refused start's task is `rejected` with no reason.
    */
-  readonly runEvents?: {
-    readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]>;
-  };
+  readonly runEvents?: RunStreams;
   /** What admits a start (../admission.ts), and the workflows a tenant may start. */
   readonly admission: AdmissionPorts & { readonly workflows?: FrontDoorWorkflows };
   /** Each tenant's runs by status (../run-list.ts), for `ListTasks`; absent, it is refused. */
@@ -134,34 +131,22 @@ type LoadedRun =
   | { found: false }
   | { found: true; runId: string; state?: OrchestratorState; refused?: StartRefusal };
 
-/** The run of `taskId` if it is the caller's tenant's: `found` false for no such task. */
+/** The run of `taskId` if it is the caller's tenant's (../stored-run.ts); `found` false if not. */
 async function loadRun(agent: A2aAgentContext, taskId: string): Promise<LoadedRun> {
   const runId = runIdOfTask(taskId);
   if (!runId) return { found: false };
-  const loaded = await agent.ports.store.load({ state: { type: DAG_RUN, id: runId } });
-  // A null state: the orchestrator refused the start (../runs-in-flight.ts says the same).
-  if (loaded.state && loaded.state.data === null) return refusedRun(agent, runId);
-  const state = (loaded.state?.data ?? undefined) as OrchestratorState | undefined;
-  if (state && tenantOf(state) !== agent.caller.tenantId) return { found: false };
-  return { found: true, runId, ...(state ? { state } : {}) };
-}
-
-/** A refused start's run: why, from its `workflow.rejected` (another tenant's: not found). */
-async function refusedRun(agent: A2aAgentContext, runId: string): Promise<LoadedRun> {
-  const stream = { type: DAG_RUN, id: runId };
-  const events = (await agent.ports.runEvents?.readStream(stream, 1, MAX_STREAM_VERSION)) ?? [];
-  const rejected = events.find(
-    (e) =>
-      e.event_type === "workflow.rejected" &&
-      (e.payload as { request?: unknown } | null)?.request === "start",
-  );
-  if (rejected && tenantOf(rejected) !== agent.caller.tenantId) return { found: false };
-  const why = rejected?.payload as { code?: unknown; message?: unknown } | undefined;
-  const refused = {
-    code: typeof why?.code === "string" ? why.code : "workflow.rejected",
-    message: typeof why?.message === "string" ? why.message : "",
-  };
-  return { found: true, runId, refused };
+  const { store, runEvents } = agent.ports;
+  const run = await loadStoredRun({ store, streams: runEvents }, runId, agent.caller.tenantId);
+  switch (run.kind) {
+    case "not_found":
+      return { found: false };
+    case "refused":
+      return { found: true, runId, refused: run.refusal };
+    case "run":
+      return { found: true, runId, state: run.state };
+    case "unstored":
+      return { found: true, runId };
+  }
 }
 
 /** The task of a run found: a refused start's, or the run's. */

@@ -5,6 +5,7 @@ import {
   type OrchestratorState,
   planApprovals,
 } from "../../roles/orchestrator/state";
+import type { StartRefusal } from "../stored-run";
 
 /**
  * An A2A task is a workflow run (functions/roles/orchestrator): its state is the run's stored
@@ -78,15 +79,6 @@ export function isTerminal(state: TaskState): boolean {
     state === TaskState.TASK_STATE_CANCELED ||
     state === TaskState.TASK_STATE_REJECTED
   );
-}
-
-/**
- * Why the orchestrator refused a run's start (its `workflow.rejected`, request `start`): the
- * workflow refuses the input, names a role the stack has not, is not the tenant's to start.
- */
-export interface StartRefusal {
-  readonly code: string;
-  readonly message: string;
 }
 
 /** The status of a task whose run's start was refused: `rejected`, and why. */

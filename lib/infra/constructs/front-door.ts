@@ -190,7 +190,8 @@ const ACCESS_LOG_FIELDS = {
  * is) and the runs' states (BatchGetItem, for the runs in
  * flight), write accepted requests, the conversations' client sequences and the tenants' request
  * and run counts only, and read a task's steps from the events
- * table (Query of its trace indexes, and of the streams whose runs they point at), and list a
+ * table (Query of its trace indexes, and of the streams whose runs they point at, as of a run whose
+ * start was refused: its stream says why), and list a
  * tenant's runs (Query of the state table's by-tenant-status index, that index only): GetItem,
  * BatchGetItem, PutItem and UpdateItem on the state table,
  * limited by `dynamodb:LeadingKeys` to those keys; GetItem and PutItem of the workflow registry's
@@ -582,7 +583,8 @@ export class FrontDoor extends Construct {
         conditions: leading(["http_request#*", "client_seq#*"]),
       }),
     );
-    // A task's events: its roots' correlations, their runs' first events, the runs (Query).
+    // A task's events: its roots' correlations, their runs' first events, the runs (Query); and a
+    // run's stream, where the orchestrator's refusal of its start says why (`GET /v1/runs/{id}`).
     this.function.addToRolePolicy(
       new PolicyStatement({
         actions: ["dynamodb:Query"],
