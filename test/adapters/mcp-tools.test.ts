@@ -22,7 +22,7 @@ import {
   mcpTools,
 } from "../../functions/integrations/mcp/index";
 import { IDEMPOTENCY_KEY_META } from "../../functions/integrations/mcp/port";
-import { SdkMcpServer } from "../../functions/integrations/mcp/sdk-server";
+import { MAX_TOOL_LIST_PAGES, SdkMcpServer } from "../../functions/integrations/mcp/sdk-server";
 import * as z from "../../schemas/zod";
 import { firstJournal } from "../support/agent-journal";
 import { MCP_TOKEN, startTestMcpServer, type TestMcpServer } from "../support/mcp-server";
@@ -377,5 +377,51 @@ describe("the MCP server's listing", () => {
     server = undefined;
     const gone = new SdkMcpServer({ url, token: async () => MCP_TOKEN });
     await expect(gone.listTools()).rejects.toBeInstanceOf(TransientError);
+  });
+});
+
+describe("a server's tool listing", () => {
+  /** A port whose client answers every tools/list with `page(cursor)`, counting the requests. */
+  function listing(
+    page: (cursor: string | undefined) => { tools: unknown[]; nextCursor?: string },
+  ) {
+    const port = new SdkMcpServer({ url: "http://127.0.0.1:9/mcp" });
+    const asked: (string | undefined)[] = [];
+    const client = {
+      request: async ({ params }: { params: { cursor?: string } }) => {
+        asked.push(params.cursor);
+        return page(params.cursor);
+      },
+    };
+    Object.defineProperty(port, "client", { value: async () => client });
+    return { port, asked };
+  }
+  const tool = (name: string) => ({ name, inputSchema: { type: "object" } });
+
+  it("reads every page a server hands out", async () => {
+    const pages: Record<string, { tools: unknown[]; nextCursor?: string }> = {
+      start: { tools: [tool("a")], nextCursor: "p2" },
+      p2: { tools: [tool("b")], nextCursor: "p3" },
+      p3: { tools: [tool("c")] },
+    };
+    const { port } = listing((cursor) => pages[cursor ?? "start"] ?? { tools: [] });
+    expect((await port.listTools()).map((t) => t.name)).toEqual(["a", "b", "c"]);
+  });
+
+  it("refuses a listing that hands out a cursor again, for good, having asked once per cursor", async () => {
+    const { port, asked } = listing(() => ({ tools: [tool("a")], nextCursor: "x" }));
+    const refused = port.listTools();
+    await expect(refused).rejects.toBeInstanceOf(PermanentError);
+    await expect(refused).rejects.toMatchObject({ code: "mcp.listing_unbounded" });
+    expect(asked).toEqual([undefined, "x"]);
+  });
+
+  it("refuses a listing that pages past its bound", async () => {
+    const { port, asked } = listing((cursor) => ({
+      tools: [tool(`t${cursor ?? 0}`)],
+      nextCursor: String(Number(cursor ?? 0) + 1),
+    }));
+    await expect(port.listTools()).rejects.toMatchObject({ code: "mcp.listing_unbounded" });
+    expect(asked).toHaveLength(MAX_TOOL_LIST_PAGES);
   });
 });

@@ -39,6 +39,12 @@ export interface SdkMcpServerOptions {
 const CLIENT_INFO = { name: "agentbus", version: "1" };
 /** How long the initialize handshake and a listing may take. */
 const SETUP_TIMEOUT_MS = 10_000;
+/**
+ * The pages of a tool listing read at most. A server's listing is outside input: one that pages
+ * without end (a cursor it hands out again, or pages past any real listing) would hold the step
+ * until its function times out, on every attempt.
+ */
+export const MAX_TOOL_LIST_PAGES = 100;
 
 export class SdkMcpServer implements McpServerPort {
   private connected: Promise<Client> | undefined;
@@ -48,8 +54,10 @@ export class SdkMcpServer implements McpServerPort {
   async listTools(): Promise<readonly McpListedTool[]> {
     const client = await this.client();
     const tools: McpListedTool[] = [];
+    const cursors = new Set<string>();
     let cursor: string | undefined;
     do {
+      if (cursor !== undefined) this.checkNextPage(cursors, cursor);
       const params = cursor === undefined ? {} : { cursor };
       const page = await this.sent("tools/list", () =>
         client.request({ method: "tools/list", params }, ListToolsResultSchema, {
@@ -64,6 +72,21 @@ export class SdkMcpServer implements McpServerPort {
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     return tools;
+  }
+
+  /** Refuses the listing's next page when its cursor came before, or past MAX_TOOL_LIST_PAGES. */
+  private checkNextPage(cursors: Set<string>, cursor: string): void {
+    const endless = cursors.has(cursor)
+      ? `hands out the cursor ${JSON.stringify(cursor.slice(0, 100))} again`
+      : cursors.size + 1 >= MAX_TOOL_LIST_PAGES
+        ? `pages past ${MAX_TOOL_LIST_PAGES} pages`
+        : undefined;
+    if (endless)
+      throw new PermanentError(
+        "mcp.listing_unbounded",
+        `MCP server ${this.options.url} lists its tools without end: its tools/list ${endless}`,
+      );
+    cursors.add(cursor);
   }
 
   async callTool(call: McpCall): Promise<McpCallResult> {
