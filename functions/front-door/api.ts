@@ -6,6 +6,7 @@ import * as z from "../../schemas/zod";
 import { RUN_STATUSES } from "../core/dag/run";
 import { AgentBusError } from "../core/errors";
 import type { ModelControls } from "../core/model-guard";
+import { isSealed, SEALED_PREFIX } from "../core/personal-data/vault";
 import type { Clock, EventPublisher, EventStore, IdSource, StateReader } from "../core/ports";
 import { retentionDays } from "../core/retention";
 import { startTraceparent } from "../core/trace-context";
@@ -623,6 +624,7 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
   const conversationId = idParam(params, "conversation_id");
   checkIdempotencyKey(request);
   const body = bodyOf(request, PostMessageBody, settings.maxBodyBytes);
+  refuseSealedLookalikes(ports.registry, "conversation.message.received", body);
   const customer = customerOf(caller, body.customer_id);
   // Before anything is counted, claimed or put: another customer's message would be refused by
   // the conversation for good, after a 202.
@@ -744,6 +746,28 @@ export function clientEnvelope(
   if (!parsed.ok)
     throw new Error(`the front door built an invalid ${message.type}: ${parsed.message}`);
   return parsed.envelope;
+}
+
+/**
+ * 400 for a personal field of a client's `type` that begins as a sealed field does
+ * (`sealed:v1:`), checked before anything is counted or claimed: the vault leaves such a value as
+ * it is, taking it for sealed, so it would travel unsealed and then fail every consumer that
+ * opens it. A client's text never needs the prefix.
+ */
+function refuseSealedLookalikes(
+  registry: EventRegistry,
+  type: string,
+  payload: Readonly<Record<string, unknown>>,
+): void {
+  for (const field of registry.find(type)?.personal ?? [])
+    if (isSealed(payload[field]))
+      fail(
+        "invalid_request",
+        `${field} may not begin with "${SEALED_PREFIX}", which marks a sealed field`,
+        {
+          errors: [{ path: field, message: `may not begin with "${SEALED_PREFIX}"` }],
+        },
+      );
 }
 
 /**

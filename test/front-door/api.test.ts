@@ -324,6 +324,8 @@ describe("POST /v1/conversations/{id}/messages", () => {
       [post("conv_a1", "{not json"), 400, "invalid_json"],
       [post("conv_a1", { text: "", extra: 1 }), 400, "invalid_request"],
       [post("conv_a1", { text: "x".repeat(20_000) }), 413, "payload_too_large"],
+      // A personal field that looks sealed would travel unsealed (the vault takes it for sealed).
+      [post("conv_a1", { text: "sealed:v1:my card is 4111 1111" }), 400, "invalid_request"],
       [
         { ...post("conv_a1", { text: "hi" }), headers: { "content-type": "text/plain" } },
         415,

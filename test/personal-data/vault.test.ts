@@ -234,6 +234,17 @@ describe("the vault", () => {
     ).rejects.toThrow(/does not open|malformed/);
   });
 
+  it("refuses a value that only looks sealed without quoting it: it may be a customer's words", async () => {
+    const { vault: vaultOf } = world();
+    const lookalike = "sealed:v1:my card is 4111 1111 1111 1111";
+    const opened = vaultOf().open({
+      ...accepted(1, "x"),
+      payload: { text: lookalike },
+    } as Envelope);
+    await expect(opened).rejects.toMatchObject({ code: "personal.malformed" });
+    await expect(opened).rejects.not.toThrow(/4111/);
+  });
+
   it("names a declared personal field the payload does not have at definition", () => {
     const own = new EventRegistry();
     expect(() =>

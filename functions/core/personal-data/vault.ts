@@ -36,7 +36,8 @@ export { ERASED };
  * may go on sealing with it for that long, and what it seals then reads `[erased]`.
  */
 
-const SEALED = "sealed:v1:";
+/** What every sealed field begins with. */
+export const SEALED_PREFIX = "sealed:v1:";
 const OWNERS = 1_000;
 
 export interface VaultOptions {
@@ -250,17 +251,18 @@ export class Vault {
 }
 
 export function isSealed(value: unknown): value is string {
-  return typeof value === "string" && value.startsWith(SEALED);
+  return typeof value === "string" && value.startsWith(SEALED_PREFIX);
 }
 
 /** A sealed field's customer, key id and body (iv | tag | cipher, base64). */
 function partsOf(sealed: string): { subject: DataSubject; keyId: string; body: string } {
-  const parts = sealed.slice(SEALED.length).split(":");
+  const parts = sealed.slice(SEALED_PREFIX.length).split(":");
   const [tenant, customer, keyId, body] = parts;
   if (parts.length !== 4 || !tenant || !customer || !keyId || !body)
+    // Its text is not quoted: a value that only looks sealed may be a customer's own words.
     throw new PermanentError(
       "personal.malformed",
-      `a sealed field is malformed (${sealed.slice(0, 40)}...)`,
+      `a sealed field is malformed (${parts.length} parts of the 4 a sealed field has, ${sealed.length} characters)`,
     );
   return { subject: { tenant, customer }, keyId, body };
 }
@@ -274,7 +276,7 @@ function sealText(subject: DataSubject, keyId: string, key: Uint8Array, text: st
   const cipher = createCipheriv("aes-256-gcm", key, iv).setAAD(associatedData(subject, keyId));
   const body = Buffer.concat([cipher.update(text, "utf8"), cipher.final()]);
   const sealed = Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64");
-  return `${SEALED}${subject.tenant}:${subject.customer}:${keyId}:${sealed}`;
+  return `${SEALED_PREFIX}${subject.tenant}:${subject.customer}:${keyId}:${sealed}`;
 }
 
 function openText(subject: DataSubject, keyId: string, key: Uint8Array, body: string): string {
