@@ -118,6 +118,9 @@ async function jsonRpcAnswer(request: A2aRequest, agent: A2aAgentContext): Promi
   // take): a run whose start was never put must not hold one of its tenant's runs in flight.
   const { admitted } = admission;
   let started = false;
+  const markStarted = () => {
+    started = true;
+  };
   const releaseUnstarted = async () => {
     if (!admitted || started) return;
     await agent.ports.admission.runs
@@ -126,7 +129,7 @@ async function jsonRpcAnswer(request: A2aRequest, agent: A2aAgentContext): Promi
   };
   const handler = runAgentHandler({
     ...agent,
-    ...(admitted ? { admitted: { ...admitted, starting: () => void (started = true) } } : {}),
+    ...(admitted ? { admitted: { ...admitted, starting: markStarted } } : {}),
   });
   const transport = new JsonRpcTransportHandler(handler);
   const answer = await transport.handle(admission.call, context).catch(async (error) => {
