@@ -221,6 +221,25 @@ async function drive(
   throw new Error("the run did not stop within 1000 steps");
 }
 
+/** A model that asks to pay `asks[n]` on turn n+1, each time as `call_1`, then answers. */
+function sameIdModel(asks: ReadonlyArray<{ readonly cents: number }>): ModelPort {
+  return {
+    name: "same-ids",
+    async converse(request) {
+      const turn = request.messages.filter((m) => m.role === "assistant").length;
+      const cents = asks[turn];
+      return {
+        text: cents ? "" : GOOD_ANSWER,
+        ...(cents ? { toolCalls: [{ id: "call_1", name: "pay", input: cents }] } : {}),
+        stopReason: cents ? "tool_use" : "end_turn",
+        usage: { inputTokens: 10, outputTokens: 5 },
+        modelId: "same-ids",
+        latencyMs: 1,
+      };
+    },
+  };
+}
+
 describe("the agent loop (functions/core/agent)", () => {
   it("a 100-turn run completes and its journal stays small: references and a window, not the text", async () => {
     const model = new ScriptedModel((turn) =>
@@ -651,23 +670,7 @@ describe("the agent loop (functions/core/agent)", () => {
   });
 
   it("a model that gives two turns' calls the same id: each write runs once under its own turn's key", async () => {
-    const asks = [{ cents: 50 }, { cents: 70 }];
-    const model: ModelPort = {
-      name: "same-ids",
-      async converse(request) {
-        const turn = request.messages.filter((m) => m.role === "assistant").length;
-        const cents = asks[turn];
-        return {
-          text: cents ? "" : GOOD_ANSWER,
-          ...(cents ? { toolCalls: [{ id: "call_1", name: "pay", input: cents }] } : {}),
-          stopReason: cents ? "tool_use" : "end_turn",
-          usage: { inputTokens: 10, outputTokens: 5 },
-          modelId: "same-ids",
-          latencyMs: 1,
-        };
-      },
-    };
-    const ports = portsWith(model);
+    const ports = portsWith(sameIdModel([{ cents: 50 }, { cents: 70 }]));
     const pay = payTool();
     const { journal, conversation } = await drive(tinyAgent([pay.tool]), await begin(ports), ports);
     expect(journal.status).toBe("COMPLETED");
@@ -679,25 +682,6 @@ describe("the agent loop (functions/core/agent)", () => {
   });
 
   describe("a person's decision belongs to one turn's call, when a model gives two turns' calls the same id", () => {
-    /** A model that asks to pay `asks[n]` on turn n+1, each time as `call_1`, then answers. */
-    function sameIdModel(asks: ReadonlyArray<{ readonly cents: number }>): ModelPort {
-      return {
-        name: "same-ids",
-        async converse(request) {
-          const turn = request.messages.filter((m) => m.role === "assistant").length;
-          const cents = asks[turn];
-          return {
-            text: cents ? "" : GOOD_ANSWER,
-            ...(cents ? { toolCalls: [{ id: "call_1", name: "pay", input: cents }] } : {}),
-            stopReason: cents ? "tool_use" : "end_turn",
-            usage: { inputTokens: 10, outputTokens: 5 },
-            modelId: "same-ids",
-            latencyMs: 1,
-          };
-        },
-      };
-    }
-
     /** Steps until the run waits or ends, redelivering a step whose write's outcome is unknown. */
     async function driveThroughUnknown(
       agent: AgentDefinition,

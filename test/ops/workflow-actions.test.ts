@@ -16,22 +16,26 @@ const RUN = "run_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
 const boom = { code: "model.invalid_output", message: "never in shape" };
 const draft = { title: "By hand", body: "Written by a person." };
 
-/**
- * A run of long form v2 (one fact check of the topic, still carried on): topic selection
- * completed, fact check completed, writing FAILED, review CANCELLED.
- */
-function failedWriting(): OrchestratorState {
+/** A run of long form v2 with topic selection and its fact check completed: writing RUNNING. */
+function checkedTopic() {
   const def = longFormV2;
   let t = startRun(def, RUN, { topic_hint: "tides" });
   t = onNodeCompleted(t.run, def, "topic-selection", { topic: "t", angle: "a", sources: ["s"] }, 0);
-  t = onNodeCompleted(
+  return onNodeCompleted(
     t.run,
     def,
     "fact-check",
     { verdict: "pass", checked_claims: 1, notes: "ok" },
     0,
   );
-  t = onNodeFailed(t.run, def, "writing", boom, 0);
+}
+
+/**
+ * A run of long form v2 (one fact check of the topic, still carried on): topic selection
+ * completed, fact check completed, writing FAILED, review CANCELLED.
+ */
+function failedWriting(): OrchestratorState {
+  const t = onNodeFailed(checkedTopic().run, longFormV2, "writing", boom, 0);
   return { workflow: "long-form", run: t.run, held: [], timeline: [], leases: {} };
 }
 
@@ -109,16 +113,7 @@ describe("runRequestCommand", () => {
 
 describe("a confirmation of a BLOCKED node", () => {
   // Long form v2 with writing RUNNING and its agent BLOCKED on a question since 10:00.
-  const def = longFormV2;
-  let t = startRun(def, RUN, { topic_hint: "tides" });
-  t = onNodeCompleted(t.run, def, "topic-selection", { topic: "t", angle: "a", sources: ["s"] }, 0);
-  t = onNodeCompleted(
-    t.run,
-    def,
-    "fact-check",
-    { verdict: "pass", checked_claims: 1, notes: "ok" },
-    0,
-  );
+  const t = checkedTopic();
   const generation = t.run.nodes.writing?.assigned_generation ?? -1;
   const since = "2026-12-01T10:00:00.000Z";
   const blocked: OrchestratorState = {
