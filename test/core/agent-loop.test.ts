@@ -221,6 +221,14 @@ async function drive(
   throw new Error("the run did not stop within 1000 steps");
 }
 
+/** A payment tool whose bank never answers: each call's outcome is unknown. */
+const unansweredPay = () =>
+  payTool({
+    behave: () => {
+      throw new ToolTimeoutError("the bank did not answer");
+    },
+  });
+
 /** A model that asks to pay `asks[n]` on turn n+1, each time as `call_1`, then answers. */
 function sameIdModel(asks: ReadonlyArray<{ readonly cents: number }>): ModelPort {
   return {
@@ -761,11 +769,7 @@ describe("the agent loop (functions/core/agent)", () => {
 
     it("an unknown outcome resolved on turn 1 does not resolve turn 2's: that one is resolved on its own", async () => {
       const ports = portsWith(sameIdModel([{ cents: 50 }, { cents: 70 }]));
-      const pay = payTool({
-        behave: () => {
-          throw new ToolTimeoutError("the bank did not answer");
-        },
-      });
+      const pay = unansweredPay();
       const agent = tinyAgent([pay.tool]);
       const resolve = (journal: AgentJournal, decision: "applied" | "not_applied") =>
         personDecides(
@@ -908,11 +912,7 @@ describe("the agent loop (functions/core/agent)", () => {
 
     it("an outcome given to turn 1's call, arriving when turn 2's call of that id waits for one, is refused", async () => {
       const ports = portsWith(sameIdModel([{ cents: 50 }, { cents: 70 }]));
-      const pay = payTool({
-        behave: () => {
-          throw new ToolTimeoutError("the bank did not answer");
-        },
-      });
+      const pay = unansweredPay();
       const agent = tinyAgent([pay.tool]);
       const T1 = new Date(T0.getTime() + 60_000);
       const [since0, since1] = [T0.toISOString(), T1.toISOString()];
