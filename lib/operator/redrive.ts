@@ -123,21 +123,10 @@ export async function redrive(
   while (moved.length + kept.length < MAX_REDRIVE) {
     const held = await receiveHeld(stack.sqs, source, HOLD_SECONDS, MAX_REDRIVE);
     if (held.length === 0) break;
-    // A message re-queued in an earlier round whose delete failed because its hold had ended is
-    // handed out again: it is on the queue already, so it is only deleted, with its new receipt
-    // handle. Its delete holds back the rest of its FIFO message group, so when one succeeds
-    // another round may bring more; when none does and nothing new came, the redrive is done.
     const again = held.filter((m) => notDeleted.has(m.MessageId ?? ""));
     const fresh = held.filter((m) => !again.includes(m));
-    let deletedAgain = false;
-    for (const m of again) {
-      const error = await deleteFailure(stack.sqs, source, m);
-      if (error) notDeleted.set(m.MessageId ?? "", { ...failureOf(m), error });
-      else {
-        notDeleted.delete(m.MessageId ?? "");
-        deletedAgain = true;
-      }
-    }
+    const deletedAgain = await deleteAgain(stack.sqs, source, again, notDeleted);
+    // When no delete succeeds and nothing new came, the redrive is done.
     if (fresh.length === 0 && !deletedAgain) break;
     const chosen = fresh.filter(
       (m) => sentAt(m) <= startedAt && (!wanted || wanted.has(eventIdOf(m) ?? "")),
@@ -162,6 +151,30 @@ export async function redrive(
     failed,
     notDeleted: [...notDeleted.values()],
   };
+}
+
+/**
+ * Deletes the messages re-queued in an earlier round whose delete failed because their hold had
+ * ended, now handed out again: they are on the queue already, so they are only deleted, with their
+ * new receipt handles, and `notDeleted` updated. Whether any delete succeeded: each holds back the
+ * rest of its FIFO message group, so another round may then bring more.
+ */
+async function deleteAgain(
+  sqs: SQSClient,
+  source: string,
+  again: readonly Message[],
+  notDeleted: Map<string, RedriveFailure>,
+): Promise<boolean> {
+  let deleted = false;
+  for (const m of again) {
+    const error = await deleteFailure(sqs, source, m);
+    if (error) notDeleted.set(m.MessageId ?? "", { ...failureOf(m), error });
+    else {
+      notDeleted.delete(m.MessageId ?? "");
+      deleted = true;
+    }
+  }
+  return deleted;
 }
 
 async function moveInOrder(sqs: SQSClient, source: string, target: string, messages: Message[]) {
