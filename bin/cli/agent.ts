@@ -15,7 +15,7 @@ import { review } from "./customer-support";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
 import { actingTenantOption, tenantArgument, tenantOption } from "./tenant";
-import { confirmNode, waitingSinceOf } from "./workflow";
+import { confirmNode, waitingSinceOf, waitingSinceOption } from "./workflow";
 
 /**
  * What waits for a person's approval, and the answers (the approval primitive,
@@ -177,13 +177,6 @@ const approvalStep = () =>
   new Option(
     "--step <step>",
     "the step that waits: a tool call (agent run) or a node (workflow run); none for a held reply (see agentbus approvals)",
-  );
-
-/** `--since`: the wait a step's answer is for (a node waits more than once, a call id recurs). */
-const waitingSinceOption = () =>
-  new Option(
-    "--since <time>",
-    "the wait answered, by since when it waits (as agentbus approvals prints it): refused when the step now waits for something else",
   );
 
 const sinceWithoutStep = () =>

@@ -534,11 +534,11 @@ export function waitingSinceOf(text: string): string {
   return text;
 }
 
-/** `--since`: the wait an answer is for (a node waits more than once). */
+/** `--since`: the wait a step's answer is for (a node waits more than once, a call id recurs). */
 export const waitingSinceOption = () =>
   new Option(
     "--since <time>",
-    "the wait answered, by since when it waits (as agentbus approvals prints it): refused when the node now waits for something else",
+    "the wait answered, by since when it waits (as agentbus approvals prints it): refused when the step now waits for something else",
   );
 
 /** `workflow confirm` */
